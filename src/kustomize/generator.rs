@@ -1,0 +1,429 @@
+//! ConfigMap and Secret generators, and the content hash kustomize appends
+//! to generated names.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use sha2::{Digest, Sha256};
+
+use super::error::{Error, Result};
+use super::kustomization::{GeneratorArgs, GeneratorOptions};
+use super::loader::Loader;
+use super::resource::{Behavior, Resource};
+use super::yaml::{Mapping, Value, to_go_json};
+
+/// Looks up an environment variable for `KEY` lines (no `=`) of env files.
+/// The CLI passes the process environment; the controller passes none.
+pub type EnvLookup<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
+
+/// Which kind a generator makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GenKind {
+    ConfigMap,
+    Secret,
+}
+
+impl GenKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            GenKind::ConfigMap => "ConfigMap",
+            GenKind::Secret => "Secret",
+        }
+    }
+}
+
+/// Options merged kustomize's way: per-generator labels/annotations win,
+/// global flags are OR-ed in.
+pub fn merge_options(
+    local: Option<&GeneratorOptions>,
+    global: Option<&GeneratorOptions>,
+) -> GeneratorOptions {
+    let mut out = local.cloned().unwrap_or_default();
+    if let Some(g) = global {
+        for (k, v) in &g.labels {
+            if !out.labels.iter().any(|(lk, _)| lk == k) {
+                out.labels.push((k.clone(), v.clone()));
+            }
+        }
+        for (k, v) in &g.annotations {
+            if !out.annotations.iter().any(|(lk, _)| lk == k) {
+                out.annotations.push((k.clone(), v.clone()));
+            }
+        }
+        out.disable_name_suffix_hash |= g.disable_name_suffix_hash;
+        out.immutable |= g.immutable;
+    }
+    out
+}
+
+/// Strips one pair of matching surrounding quotes.
+fn remove_quotes(s: &str) -> &str {
+    let b = s.as_bytes();
+    if b.len() >= 2 && b[0] == b[b.len() - 1] && (b[0] == b'"' || b[0] == b'\'') {
+        &s[1..s.len() - 1]
+    } else {
+        s
+    }
+}
+
+fn parse_literal(src: &str) -> Result<(String, String)> {
+    match src.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), remove_quotes(v).to_string())),
+        _ => Err(Error::invalid(format!(
+            "invalid literal source {src}, expected key=value"
+        ))),
+    }
+}
+
+fn is_env_var_name(k: &str) -> bool {
+    let mut chars = k.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '-' || c == '.' => {}
+        _ => return false,
+    }
+    k.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+}
+
+fn is_config_map_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= 253
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && k != "."
+        && k != ".."
+}
+
+/// Parses an env file into ordered pairs.
+pub fn parse_env_file(content: &[u8], file: &str, env: EnvLookup) -> Result<Vec<(String, String)>> {
+    let text = std::str::from_utf8(content)
+        .map_err(|_| Error::invalid(format!("env file '{file}' is not valid UTF-8")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut out = Vec::new();
+    for (n, raw) in text.split('\n').enumerate() {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let line = line.trim_start();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (line.to_string(), env(line).unwrap_or_default()),
+        };
+        if !is_env_var_name(&key) {
+            return Err(Error::invalid(format!(
+                "\"{key}\" is not a valid key name (file '{file}', line {}): a valid environment \
+                 variable name must consist of alphabetic characters, digits, '_', '-', or '.', \
+                 and must not start with a digit",
+                n + 1
+            )));
+        }
+        out.push((key, value));
+    }
+    Ok(out)
+}
+
+/// Data collected from literals, files and env files.
+#[derive(Default)]
+struct KvData {
+    data: Vec<(String, String)>,
+    binary: Vec<(String, String)>,
+}
+
+impl KvData {
+    fn add(&mut self, kind: GenKind, name: &str, key: String, value: String) -> Result<()> {
+        if !is_config_map_key(&key) {
+            return Err(Error::invalid(format!(
+                "{} {name}: \"{key}\" is not a valid key name: a valid config key must consist \
+                 of alphanumeric characters, '-', '_' or '.'",
+                kind.as_str()
+            )));
+        }
+        if self.data.iter().chain(&self.binary).any(|(k, _)| *k == key) {
+            return Err(Error::invalid(format!(
+                "cannot add key {key}, another key by that name already exists in Data for {} {name}",
+                kind.as_str()
+            )));
+        }
+        self.data.push((key, value));
+        Ok(())
+    }
+}
+
+fn load_kv(args: &GeneratorArgs, kind: GenKind, loader: &Loader, env: EnvLookup) -> Result<KvData> {
+    let mut kv = KvData::default();
+    for src in &args.envs {
+        let content = loader
+            .read(src)
+            .map_err(|e| e.context(format!("loading KV pairs: env source files: [{src}]")))?;
+        for (k, v) in parse_env_file(&content, src, env)? {
+            kv.add(kind, &args.name, k, v)?;
+        }
+    }
+    for lit in &args.literals {
+        let (k, v) = parse_literal(lit)?;
+        kv.add(kind, &args.name, k, v)?;
+    }
+    for src in &args.files {
+        let (key, path) = match src.split_once('=') {
+            Some((k, p)) => {
+                if k.is_empty() {
+                    return Err(Error::invalid(format!(
+                        "key names or file paths cannot be empty: '{src}'"
+                    )));
+                }
+                (k.to_string(), p.to_string())
+            }
+            None => {
+                let base = std::path::Path::new(src)
+                    .file_name()
+                    .map(|b| b.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (base, src.clone())
+            }
+        };
+        if path.is_empty() {
+            return Err(Error::invalid(format!(
+                "key names or file paths cannot be empty: '{src}'"
+            )));
+        }
+        let content = loader
+            .read(&path)
+            .map_err(|e| e.context(format!("loading KV pairs: file sources: [{src}]")))?;
+        match String::from_utf8(content) {
+            Ok(s) => kv.add(kind, &args.name, key, s)?,
+            Err(e) => {
+                if kind == GenKind::ConfigMap {
+                    if !is_config_map_key(&key) {
+                        return Err(Error::invalid(format!("invalid key name '{key}'")));
+                    }
+                    kv.binary.push((key, B64.encode(e.into_bytes())));
+                } else {
+                    kv.add(kind, &args.name, key, String::new())?;
+                    if let Some(last) = kv.data.last_mut() {
+                        last.1 = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                    }
+                }
+            }
+        }
+    }
+    Ok(kv)
+}
+
+fn string_map(pairs: &[(String, String)]) -> Mapping {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect()
+}
+
+/// Builds one generated ConfigMap or Secret (name without hash suffix).
+pub fn generate(
+    args: &GeneratorArgs,
+    kind: GenKind,
+    global: Option<&GeneratorOptions>,
+    loader: &Loader,
+    env: EnvLookup,
+) -> Result<Resource> {
+    if args.name.is_empty() {
+        return Err(Error::invalid(format!(
+            "a {} generator must have a name",
+            kind.as_str()
+        )));
+    }
+    let behavior = Behavior::parse(&args.behavior)?;
+    let opts = merge_options(args.options.as_ref(), global);
+    let kv = load_kv(args, kind, loader, env)?;
+
+    let mut meta = Mapping::new();
+    meta.insert("name".into(), Value::from(args.name.as_str()));
+    if !args.namespace.is_empty() {
+        meta.insert("namespace".into(), Value::from(args.namespace.as_str()));
+    }
+    if !opts.labels.is_empty() {
+        meta.insert("labels".into(), Value::Map(string_map(&opts.labels)));
+    }
+    if !opts.annotations.is_empty() {
+        meta.insert(
+            "annotations".into(),
+            Value::Map(string_map(&opts.annotations)),
+        );
+    }
+    let mut obj = Mapping::new();
+    obj.insert("apiVersion".into(), Value::from("v1"));
+    obj.insert("kind".into(), Value::from(kind.as_str()));
+    obj.insert("metadata".into(), Value::Map(meta));
+    match kind {
+        GenKind::ConfigMap => {
+            if !kv.data.is_empty() {
+                obj.insert("data".into(), Value::Map(string_map(&kv.data)));
+            }
+            if !kv.binary.is_empty() {
+                obj.insert("binaryData".into(), Value::Map(string_map(&kv.binary)));
+            }
+        }
+        GenKind::Secret => {
+            let encoded: Vec<(String, String)> = kv
+                .data
+                .iter()
+                .map(|(k, v)| (k.clone(), B64.encode(v.as_bytes())))
+                .collect();
+            if !encoded.is_empty() {
+                obj.insert("data".into(), Value::Map(string_map(&encoded)));
+            }
+            let t = if args.secret_type.is_empty() {
+                "Opaque"
+            } else {
+                args.secret_type.as_str()
+            };
+            obj.insert("type".into(), Value::from(t));
+        }
+    }
+    if opts.immutable {
+        obj.insert("immutable".into(), Value::Bool(true));
+    }
+    let mut r = Resource::new(Value::Map(obj));
+    r.needs_hash = !opts.disable_name_suffix_hash;
+    r.behavior = behavior;
+    r.generated = true;
+    Ok(r)
+}
+
+fn hash_string(encoded: &str) -> String {
+    let digest = Sha256::digest(encoded.as_bytes());
+    let hex: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
+    hex.chars()
+        .map(|c| match c {
+            '0' => 'g',
+            '1' => 'h',
+            '3' => 'k',
+            'a' => 'm',
+            'e' => 't',
+            other => other,
+        })
+        .collect()
+}
+
+/// A field as kustomize's hasher reads it: a map stays a map, a scalar
+/// becomes its text, a missing field becomes the empty string.
+fn hash_field(obj: &Value, field: &str) -> Value {
+    match obj.get(field) {
+        None => Value::from(""),
+        Some(Value::Map(m)) => Value::Map(m.clone()),
+        Some(v @ Value::Seq(_)) => v.clone(),
+        Some(v) => Value::String(v.scalar_to_string().unwrap_or_default()),
+    }
+}
+
+/// kustomize's content hash of a resource (10 characters).
+///
+/// For ConfigMaps and Secrets kustomize hashes a small JSON document of the
+/// kind, the data maps and (Secrets) the type. It also means to include the
+/// name, but looks it up with a path that never matches, so the name is
+/// always hashed as the empty string: generated names depend on content
+/// only, which this reproduces.
+pub fn content_hash(obj: &Value) -> Result<String> {
+    let kind = obj.str_at(&["kind"]).unwrap_or("");
+    let mut m = Mapping::new();
+    let encoded = match kind {
+        "ConfigMap" | "Secret" => {
+            m.insert("kind".into(), Value::from(kind));
+            m.insert("name".into(), Value::from(""));
+            m.insert("data".into(), hash_field(obj, "data"));
+            let extra = if kind == "ConfigMap" {
+                "binaryData"
+            } else {
+                m.insert("type".into(), hash_field(obj, "type"));
+                "stringData"
+            };
+            if let Some(v @ Value::Map(_)) = obj.get(extra) {
+                m.insert(extra.into(), v.clone());
+            }
+            to_go_json(&Value::Map(m))
+        }
+        _ => to_go_json(obj),
+    }
+    .map_err(|e| {
+        Error::invalid(format!(
+            "hashing {kind} '{}': {e}",
+            obj.str_at(&["metadata", "name"]).unwrap_or("")
+        ))
+    })?;
+    Ok(hash_string(&encoded))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_strip_matching_quotes_only() {
+        assert_eq!(parse_literal("a=b=c").unwrap(), ("a".into(), "b=c".into()));
+        assert_eq!(parse_literal("a=\"x\"").unwrap().1, "x");
+        assert_eq!(parse_literal("a='x\"").unwrap().1, "'x\"");
+        assert!(parse_literal("=x").is_err());
+        assert!(parse_literal("novalue").is_err());
+    }
+
+    #[test]
+    fn env_file_parsing() {
+        let env = |k: &str| (k == "FROM_ENV").then(|| "v".to_string());
+        let pairs = parse_env_file(
+            b"\xef\xbb\xbf# comment\nA=1\r\n\n  B= spaced \nFROM_ENV\nMISSING\n",
+            "x.env",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            pairs,
+            vec![
+                ("A".into(), "1".into()),
+                ("B".into(), " spaced ".into()),
+                ("FROM_ENV".into(), "v".into()),
+                ("MISSING".into(), "".into()),
+            ]
+        );
+        assert!(parse_env_file(b"1BAD=x\n", "x.env", &env).is_err());
+    }
+
+    #[test]
+    fn options_merge_local_wins() {
+        let local = GeneratorOptions {
+            labels: vec![("a".into(), "local".into())],
+            ..Default::default()
+        };
+        let global = GeneratorOptions {
+            labels: vec![("a".into(), "global".into()), ("b".into(), "g".into())],
+            disable_name_suffix_hash: true,
+            ..Default::default()
+        };
+        let m = merge_options(Some(&local), Some(&global));
+        assert_eq!(
+            m.labels,
+            vec![("a".into(), "local".into()), ("b".into(), "g".into())]
+        );
+        assert!(m.disable_name_suffix_hash);
+    }
+
+    #[test]
+    fn hash_matches_kustomize() {
+        // Values produced by kubectl kustomize (v5.5.0) for generated objects.
+        let empty = crate::kustomize::yaml::parse_documents(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: empty}\n",
+        )
+        .unwrap()
+        .remove(0);
+        assert_eq!(content_hash(&empty).unwrap(), "6ct58987ht");
+        let secret = crate::kustomize::yaml::parse_documents(
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {x: eQ==}\ntype: Opaque\n",
+        )
+        .unwrap()
+        .remove(0);
+        assert_eq!(content_hash(&secret).unwrap(), "t86b282gdf");
+    }
+
+    #[test]
+    fn hash_encoding_alphabet() {
+        // sha256("") = e3b0c44298...; first ten hex chars mapped.
+        assert_eq!(hash_string(""), "tkbgc44298");
+    }
+}

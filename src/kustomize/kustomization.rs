@@ -1,0 +1,714 @@
+//! The `kustomization.yaml` file: typed model and strict decoding.
+//!
+//! kustomize decodes the file strictly: an unknown field anywhere in the
+//! typed part is an error, a scalar given where a string is expected is
+//! converted to its text, and deprecated fields are folded into their
+//! replacements (`bases` -> `resources`, `imageTags` -> `images`, `env` ->
+//! `envs`).
+
+use super::error::{Error, Result};
+use super::yaml::{Mapping, Value};
+
+/// The recognised kustomization file names, in kustomize's lookup order.
+pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+const KUSTOMIZATION_API: &str = "kustomize.config.k8s.io/v1beta1";
+const COMPONENT_API: &str = "kustomize.config.k8s.io/v1alpha1";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum KustKind {
+    #[default]
+    Kustomization,
+    Component,
+}
+
+impl KustKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KustKind::Kustomization => "Kustomization",
+            KustKind::Component => "Component",
+        }
+    }
+}
+
+/// One `labels:` entry.
+#[derive(Clone, Debug, Default)]
+pub struct LabelEntry {
+    pub pairs: Vec<(String, String)>,
+    pub include_selectors: bool,
+    pub include_templates: bool,
+    pub fields: Vec<Value>,
+}
+
+/// One `patches:` / `patchesJson6902:` entry.
+#[derive(Clone, Debug, Default)]
+pub struct PatchEntry {
+    pub path: String,
+    pub patch: String,
+    pub target: Option<Value>,
+    pub allow_name_change: bool,
+    pub allow_kind_change: bool,
+}
+
+/// One `images:` entry.
+#[derive(Clone, Debug, Default)]
+pub struct ImageEntry {
+    pub name: String,
+    pub new_name: String,
+    pub new_tag: String,
+    pub digest: String,
+    pub tag_suffix: String,
+}
+
+/// One `replicas:` entry.
+#[derive(Clone, Debug, Default)]
+pub struct ReplicaEntry {
+    pub name: String,
+    pub count: i64,
+}
+
+/// One `vars:` entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VarEntry {
+    pub name: String,
+    pub obj_kind: String,
+    pub obj_name: String,
+    pub obj_namespace: String,
+    pub obj_api_version: String,
+    pub field_path: String,
+}
+
+/// `generatorOptions` and per-generator `options`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GeneratorOptions {
+    pub labels: Vec<(String, String)>,
+    pub annotations: Vec<(String, String)>,
+    pub disable_name_suffix_hash: bool,
+    pub immutable: bool,
+}
+
+/// A `configMapGenerator` / `secretGenerator` entry.
+#[derive(Clone, Debug, Default)]
+pub struct GeneratorArgs {
+    pub name: String,
+    pub namespace: String,
+    pub behavior: String,
+    pub literals: Vec<String>,
+    pub files: Vec<String>,
+    pub envs: Vec<String>,
+    pub options: Option<GeneratorOptions>,
+    /// Secret type (secretGenerator only).
+    pub secret_type: String,
+}
+
+/// `sortOptions`.
+#[derive(Clone, Debug, Default)]
+pub struct SortOptions {
+    pub order: String,
+    pub order_first: Option<Vec<String>>,
+    pub order_last: Option<Vec<String>>,
+}
+
+/// A decoded kustomization (or component).
+#[derive(Clone, Debug, Default)]
+pub struct Kustomization {
+    pub kind: KustKind,
+    pub openapi: Vec<(String, String)>,
+    pub name_prefix: String,
+    pub name_suffix: String,
+    pub namespace: String,
+    pub common_labels: Vec<(String, String)>,
+    pub labels: Vec<LabelEntry>,
+    pub common_annotations: Vec<(String, String)>,
+    pub patches_strategic_merge: Vec<String>,
+    pub patches_json6902: Vec<PatchEntry>,
+    pub patches: Vec<PatchEntry>,
+    pub images: Vec<ImageEntry>,
+    /// Raw `replacements:` entries (`{path: f}` or inline).
+    pub replacements: Vec<Value>,
+    pub replicas: Vec<ReplicaEntry>,
+    pub vars: Vec<VarEntry>,
+    pub sort_options: Option<SortOptions>,
+    pub resources: Vec<String>,
+    pub components: Vec<String>,
+    pub crds: Vec<String>,
+    pub config_map_generator: Vec<GeneratorArgs>,
+    pub secret_generator: Vec<GeneratorArgs>,
+    pub generator_options: Option<GeneratorOptions>,
+    pub helm_charts: Vec<Value>,
+    pub configurations: Vec<String>,
+    pub generators: Vec<String>,
+    pub transformers: Vec<String>,
+    pub validators: Vec<String>,
+    pub build_metadata: Vec<String>,
+}
+
+/// Decoding context: names the Go struct for error messages.
+struct Dec<'a> {
+    what: &'a str,
+}
+
+fn go_type_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Int(_) | Value::UInt(_) | Value::Float(_) => "number",
+        Value::String(_) => "string",
+        Value::Seq(_) => "array",
+        Value::Map(_) => "object",
+    }
+}
+
+impl Dec<'_> {
+    fn mismatch(&self, field: &str, v: &Value, want: &str) -> Error {
+        Error::invalid(format!(
+            "json: cannot unmarshal {} into Go struct field {}.{} of type {}",
+            go_type_of(v),
+            self.what,
+            field,
+            want
+        ))
+    }
+
+    /// Renames keys to their canonical field names the way Go's
+    /// encoding/json matches them (exact first, then case-insensitively);
+    /// a key matching no field is an error (strict decoding).
+    fn canon(&self, m: &Mapping, allowed: &[&str]) -> Result<Mapping> {
+        let mut out = Mapping::with_capacity(m.len());
+        for (k, v) in m {
+            let name = if allowed.contains(&k.as_str()) {
+                k.as_str()
+            } else {
+                match allowed.iter().find(|a| a.eq_ignore_ascii_case(k)) {
+                    Some(a) => a,
+                    None => return Err(Error::invalid(format!("json: unknown field \"{k}\""))),
+                }
+            };
+            out.insert(name.to_string(), v.clone());
+        }
+        Ok(out)
+    }
+
+    /// A scalar converted to text, as sigs.k8s.io/yaml does for string targets.
+    fn scalar_string(&self, field: &str, v: &Value) -> Result<String> {
+        match v {
+            Value::Null => Ok(String::new()),
+            Value::Map(_) | Value::Seq(_) => Err(self.mismatch(field, v, "string")),
+            other => Ok(other.scalar_to_string().unwrap_or_default()),
+        }
+    }
+
+    fn string(&self, m: &Mapping, field: &str) -> Result<String> {
+        match m.get(field) {
+            None => Ok(String::new()),
+            Some(v) => self.scalar_string(field, v),
+        }
+    }
+
+    fn boolean(&self, m: &Mapping, field: &str) -> Result<bool> {
+        match m.get(field) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(self.mismatch(field, v, "bool")),
+        }
+    }
+
+    fn int(&self, m: &Mapping, field: &str) -> Result<i64> {
+        match m.get(field) {
+            None | Some(Value::Null) => Ok(0),
+            Some(v @ (Value::Int(_) | Value::UInt(_) | Value::Float(_))) => {
+                v.as_i64().ok_or_else(|| self.mismatch(field, v, "int64"))
+            }
+            Some(v) => Err(self.mismatch(field, v, "int64")),
+        }
+    }
+
+    fn string_list(&self, m: &Mapping, field: &str) -> Result<Vec<String>> {
+        match m.get(field) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Seq(items)) => items.iter().map(|v| self.scalar_string(field, v)).collect(),
+            Some(v) => Err(self.mismatch(field, v, "[]string")),
+        }
+    }
+
+    fn string_map(&self, m: &Mapping, field: &str) -> Result<Vec<(String, String)>> {
+        match m.get(field) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Map(mm)) => mm
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), self.scalar_string(field, v)?)))
+                .collect(),
+            Some(v) => Err(self.mismatch(field, v, "map[string]string")),
+        }
+    }
+
+    fn seq<'v>(&self, m: &'v Mapping, field: &str, want: &str) -> Result<&'v [Value]> {
+        match m.get(field) {
+            None | Some(Value::Null) => Ok(&[]),
+            Some(Value::Seq(items)) => Ok(items),
+            Some(v) => Err(self.mismatch(field, v, want)),
+        }
+    }
+
+    fn map<'v>(&self, v: &'v Value, field: &str, want: &str) -> Result<Option<&'v Mapping>> {
+        match v {
+            Value::Null => Ok(None),
+            Value::Map(m) => Ok(Some(m)),
+            other => Err(self.mismatch(field, other, want)),
+        }
+    }
+}
+
+fn decode_options(v: &Value, what: &str) -> Result<Option<GeneratorOptions>> {
+    let d = Dec { what };
+    let Some(m) = d.map(v, "options", "types.GeneratorOptions")? else {
+        return Ok(None);
+    };
+    let d = Dec {
+        what: "GeneratorOptions",
+    };
+    let m = &d.canon(
+        m,
+        &[
+            "labels",
+            "annotations",
+            "disableNameSuffixHash",
+            "immutable",
+        ],
+    )?;
+    Ok(Some(GeneratorOptions {
+        labels: d.string_map(m, "labels")?,
+        annotations: d.string_map(m, "annotations")?,
+        disable_name_suffix_hash: d.boolean(m, "disableNameSuffixHash")?,
+        immutable: d.boolean(m, "immutable")?,
+    }))
+}
+
+fn decode_generator(v: &Value, secret: bool) -> Result<GeneratorArgs> {
+    let what = if secret {
+        "SecretArgs"
+    } else {
+        "ConfigMapArgs"
+    };
+    let d = Dec { what };
+    let Some(m) = d.map(v, "generator", what)? else {
+        return Ok(GeneratorArgs::default());
+    };
+    let mut allowed = vec![
+        "name",
+        "namespace",
+        "behavior",
+        "literals",
+        "files",
+        "envs",
+        "env",
+        "options",
+        "kvSources",
+    ];
+    if secret {
+        allowed.push("type");
+    }
+    let m = &d.canon(m, &allowed)?;
+    let mut envs = d.string_list(m, "envs")?;
+    let env = d.string(m, "env")?;
+    if !env.is_empty() {
+        envs.push(env);
+    }
+    Ok(GeneratorArgs {
+        name: d.string(m, "name")?,
+        namespace: d.string(m, "namespace")?,
+        behavior: d.string(m, "behavior")?,
+        literals: d.string_list(m, "literals")?,
+        files: d.string_list(m, "files")?,
+        envs,
+        options: match m.get("options") {
+            Some(o) => decode_options(o, what)?,
+            None => None,
+        },
+        secret_type: if secret {
+            d.string(m, "type")?
+        } else {
+            String::new()
+        },
+    })
+}
+
+/// Decodes a `patches` / `patchesJson6902` entry.
+pub fn decode_patch(v: &Value, field: &str) -> Result<PatchEntry> {
+    let d = Dec { what: "Patch" };
+    let Some(m) = d.map(v, field, "types.Patch")? else {
+        return Ok(PatchEntry::default());
+    };
+    let m = &d.canon(m, &["path", "patch", "target", "options"])?;
+    let mut p = PatchEntry {
+        path: d.string(m, "path")?,
+        patch: d.string(m, "patch")?,
+        target: m.get("target").filter(|t| !t.is_null()).cloned(),
+        ..Default::default()
+    };
+    if let Some(o) = m.get("options")
+        && let Some(om) = d.map(o, "options", "map[string]bool")?
+    {
+        let od = Dec { what: "Patch" };
+        p.allow_name_change = od.boolean(om, "allowNameChange")?;
+        p.allow_kind_change = od.boolean(om, "allowKindChange")?;
+    }
+    Ok(p)
+}
+
+fn decode_image(v: &Value) -> Result<ImageEntry> {
+    let d = Dec { what: "Image" };
+    let Some(m) = d.map(v, "images", "types.Image")? else {
+        return Ok(ImageEntry::default());
+    };
+    let m = &d.canon(m, &["name", "newName", "newTag", "digest", "tagSuffix"])?;
+    Ok(ImageEntry {
+        name: d.string(m, "name")?,
+        new_name: d.string(m, "newName")?,
+        new_tag: d.string(m, "newTag")?,
+        digest: d.string(m, "digest")?,
+        tag_suffix: d.string(m, "tagSuffix")?,
+    })
+}
+
+/// Decodes an `images:` entry (also used by the ImageTagTransformer config).
+pub fn decode_image_entry(v: &Value) -> Result<ImageEntry> {
+    decode_image(v)
+}
+
+fn decode_replica(v: &Value) -> Result<ReplicaEntry> {
+    let d = Dec { what: "Replica" };
+    let Some(m) = d.map(v, "replicas", "types.Replica")? else {
+        return Ok(ReplicaEntry::default());
+    };
+    let m = &d.canon(m, &["name", "count"])?;
+    Ok(ReplicaEntry {
+        name: d.string(m, "name")?,
+        count: d.int(m, "count")?,
+    })
+}
+
+/// Decodes a `replicas:` entry (also used by the ReplicaCountTransformer config).
+pub fn decode_replica_entry(v: &Value) -> Result<ReplicaEntry> {
+    decode_replica(v)
+}
+
+fn decode_var(v: &Value) -> Result<VarEntry> {
+    let d = Dec { what: "Var" };
+    let Some(m) = d.map(v, "vars", "types.Var")? else {
+        return Ok(VarEntry::default());
+    };
+    let m = &d.canon(m, &["name", "objref", "fieldref"])?;
+    let mut var = VarEntry {
+        name: d.string(m, "name")?,
+        field_path: "metadata.name".to_string(),
+        ..Default::default()
+    };
+    if let Some(o) = m.get("objref")
+        && let Some(om) = d.map(o, "objref", "types.Target")?
+    {
+        let od = Dec { what: "Target" };
+        let om = &od.canon(
+            om,
+            &[
+                "group",
+                "version",
+                "kind",
+                "name",
+                "namespace",
+                "apiVersion",
+            ],
+        )?;
+        var.obj_kind = od.string(om, "kind")?;
+        var.obj_name = od.string(om, "name")?;
+        var.obj_namespace = od.string(om, "namespace")?;
+        let mut av = od.string(om, "apiVersion")?;
+        if av.is_empty() {
+            let g = od.string(om, "group")?;
+            let ver = od.string(om, "version")?;
+            av = if g.is_empty() {
+                ver
+            } else {
+                format!("{g}/{ver}")
+            };
+        }
+        var.obj_api_version = av;
+    }
+    if let Some(f) = m.get("fieldref")
+        && let Some(fm) = d.map(f, "fieldref", "types.FieldSelector")?
+    {
+        let fd = Dec {
+            what: "FieldSelector",
+        };
+        let fm = &fd.canon(fm, &["fieldPath"])?;
+        let fp = fd.string(fm, "fieldPath")?;
+        if !fp.is_empty() {
+            var.field_path = fp;
+        }
+    }
+    Ok(var)
+}
+
+fn decode_labels(v: &Value) -> Result<LabelEntry> {
+    let d = Dec { what: "Label" };
+    let Some(m) = d.map(v, "labels", "types.Label")? else {
+        return Ok(LabelEntry::default());
+    };
+    let m = &d.canon(
+        m,
+        &["pairs", "includeSelectors", "includeTemplates", "fields"],
+    )?;
+    Ok(LabelEntry {
+        pairs: d.string_map(m, "pairs")?,
+        include_selectors: d.boolean(m, "includeSelectors")?,
+        include_templates: d.boolean(m, "includeTemplates")?,
+        fields: d.seq(m, "fields", "[]types.FieldSpec")?.to_vec(),
+    })
+}
+
+fn decode_sort_options(v: &Value) -> Result<Option<SortOptions>> {
+    let d = Dec {
+        what: "SortOptions",
+    };
+    let Some(m) = d.map(v, "sortOptions", "types.SortOptions")? else {
+        return Ok(None);
+    };
+    let m = &d.canon(m, &["order", "legacySortOptions"])?;
+    let mut so = SortOptions {
+        order: d.string(m, "order")?,
+        ..Default::default()
+    };
+    if let Some(l) = m.get("legacySortOptions")
+        && let Some(lm) = d.map(l, "legacySortOptions", "types.LegacySortOptions")?
+    {
+        let ld = Dec {
+            what: "LegacySortOptions",
+        };
+        let lm = &ld.canon(lm, &["orderFirst", "orderLast"])?;
+        if lm.contains_key("orderFirst") {
+            so.order_first = Some(ld.string_list(lm, "orderFirst")?);
+        }
+        if lm.contains_key("orderLast") {
+            so.order_last = Some(ld.string_list(lm, "orderLast")?);
+        }
+    }
+    Ok(Some(so))
+}
+
+const TOP_LEVEL_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "openapi",
+    "namePrefix",
+    "nameSuffix",
+    "namespace",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "patches",
+    "images",
+    "imageTags",
+    "replacements",
+    "replicas",
+    "vars",
+    "sortOptions",
+    "resources",
+    "components",
+    "crds",
+    "bases",
+    "configMapGenerator",
+    "secretGenerator",
+    "helmGlobals",
+    "helmCharts",
+    "helmChartInflationGenerator",
+    "generatorOptions",
+    "configurations",
+    "generators",
+    "transformers",
+    "validators",
+    "buildMetadata",
+];
+
+impl Kustomization {
+    /// Decodes a parsed kustomization document. `file` names it in errors.
+    pub fn decode(doc: &Value, file: &str) -> Result<Kustomization> {
+        let m = match doc {
+            Value::Null => {
+                return Err(Error::invalid(format!(
+                    "kustomization file '{file}' is empty"
+                )));
+            }
+            Value::Map(m) if m.is_empty() => {
+                return Err(Error::invalid(format!(
+                    "kustomization file '{file}' is empty"
+                )));
+            }
+            Value::Map(m) => m,
+            other => {
+                return Err(Error::invalid(format!(
+                    "invalid Kustomization in '{file}': expected a map, found a {}",
+                    other.type_name()
+                )));
+            }
+        };
+        Self::decode_map(m).map_err(|e| {
+            Error::invalid(format!("invalid Kustomization in '{file}': {}", e.message))
+        })
+    }
+
+    fn decode_map(m: &Mapping) -> Result<Kustomization> {
+        let d = Dec {
+            what: "Kustomization",
+        };
+        let m = &d.canon(m, TOP_LEVEL_FIELDS)?;
+        let kind_s = d.string(m, "kind")?;
+        let kind = match kind_s.as_str() {
+            "" | "Kustomization" => KustKind::Kustomization,
+            "Component" => KustKind::Component,
+            other => {
+                return Err(Error::invalid(format!(
+                    "kind should be Kustomization or Component, not '{other}'"
+                )));
+            }
+        };
+        let api = d.string(m, "apiVersion")?;
+        if !api.is_empty() {
+            let want = match kind {
+                KustKind::Kustomization => KUSTOMIZATION_API,
+                KustKind::Component => COMPONENT_API,
+            };
+            if api != want {
+                return Err(Error::invalid(format!(
+                    "apiVersion for {} should be {want}",
+                    kind.as_str()
+                )));
+            }
+        }
+        let mut k = Kustomization {
+            kind,
+            openapi: d.string_map(m, "openapi")?,
+            name_prefix: d.string(m, "namePrefix")?,
+            name_suffix: d.string(m, "nameSuffix")?,
+            namespace: d.string(m, "namespace")?,
+            common_labels: d.string_map(m, "commonLabels")?,
+            common_annotations: d.string_map(m, "commonAnnotations")?,
+            patches_strategic_merge: d.string_list(m, "patchesStrategicMerge")?,
+            resources: d.string_list(m, "resources")?,
+            components: d.string_list(m, "components")?,
+            crds: d.string_list(m, "crds")?,
+            configurations: d.string_list(m, "configurations")?,
+            generators: d.string_list(m, "generators")?,
+            transformers: d.string_list(m, "transformers")?,
+            validators: d.string_list(m, "validators")?,
+            build_metadata: d.string_list(m, "buildMetadata")?,
+            ..Default::default()
+        };
+        k.resources.extend(d.string_list(m, "bases")?);
+        for v in d.seq(m, "labels", "[]types.Label")? {
+            k.labels.push(decode_labels(v)?);
+        }
+        for v in d.seq(m, "patchesJson6902", "[]types.Patch")? {
+            k.patches_json6902.push(decode_patch(v, "patchesJson6902")?);
+        }
+        for v in d.seq(m, "patches", "[]types.Patch")? {
+            k.patches.push(decode_patch(v, "patches")?);
+        }
+        for v in d.seq(m, "images", "[]types.Image")? {
+            k.images.push(decode_image(v)?);
+        }
+        for v in d.seq(m, "imageTags", "[]types.Image")? {
+            k.images.push(decode_image(v)?);
+        }
+        k.replacements = d
+            .seq(m, "replacements", "[]types.ReplacementField")?
+            .to_vec();
+        for v in d.seq(m, "replicas", "[]types.Replica")? {
+            k.replicas.push(decode_replica(v)?);
+        }
+        for v in d.seq(m, "vars", "[]types.Var")? {
+            k.vars.push(decode_var(v)?);
+        }
+        if let Some(v) = m.get("sortOptions") {
+            k.sort_options = decode_sort_options(v)?;
+        }
+        for v in d.seq(m, "configMapGenerator", "[]types.ConfigMapArgs")? {
+            k.config_map_generator.push(decode_generator(v, false)?);
+        }
+        for v in d.seq(m, "secretGenerator", "[]types.SecretArgs")? {
+            k.secret_generator.push(decode_generator(v, true)?);
+        }
+        if let Some(v) = m.get("generatorOptions") {
+            k.generator_options = decode_options(v, "Kustomization")?;
+        }
+        k.helm_charts = d.seq(m, "helmCharts", "[]types.HelmChart")?.to_vec();
+        k.helm_charts.extend(
+            d.seq(m, "helmChartInflationGenerator", "[]types.HelmChartArgs")?
+                .iter()
+                .cloned(),
+        );
+        Ok(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kustomize::yaml::parse_documents;
+
+    fn decode(src: &str) -> Result<Kustomization> {
+        let docs = parse_documents(src).expect("yaml");
+        Kustomization::decode(docs.first().unwrap_or(&Value::Null), "kustomization.yaml")
+    }
+
+    #[test]
+    fn decodes_common_fields_and_deprecated_aliases() {
+        let k = decode(
+            "namePrefix: p-\nresources: [a.yaml]\nbases: [../base]\ncommonLabels: {app: x, version: 2}\n\
+             imageTags: [{name: nginx, newTag: '1.2'}]\nconfigMapGenerator:\n- name: c\n  env: a.env\n  envs: [b.env]\n",
+        )
+        .unwrap();
+        assert_eq!(k.name_prefix, "p-");
+        assert_eq!(k.resources, vec!["a.yaml", "../base"]);
+        assert_eq!(
+            k.common_labels,
+            vec![("app".into(), "x".into()), ("version".into(), "2".into())]
+        );
+        assert_eq!(k.images[0].new_tag, "1.2");
+        assert_eq!(k.config_map_generator[0].envs, vec!["b.env", "a.env"]);
+    }
+
+    #[test]
+    fn unknown_field_is_an_error() {
+        let e = decode("resources: []\nfoo: 1\n").unwrap_err();
+        assert!(e.message.contains("unknown field \"foo\""), "{}", e.message);
+        let e = decode("patches:\n- path: a.yaml\n  bogus: 1\n").unwrap_err();
+        assert!(
+            e.message.contains("unknown field \"bogus\""),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn empty_and_wrong_kind() {
+        assert!(decode("").unwrap_err().message.contains("is empty"));
+        assert!(decode("kind: Deployment\n").is_err());
+        let c = decode("kind: Component\napiVersion: kustomize.config.k8s.io/v1alpha1\n").unwrap();
+        assert_eq!(c.kind, KustKind::Component);
+        assert!(decode("kind: Component\napiVersion: kustomize.config.k8s.io/v1beta1\n").is_err());
+    }
+
+    #[test]
+    fn type_mismatch_names_field() {
+        let e = decode("resources: foo\n").unwrap_err();
+        assert!(
+            e.message.contains("Kustomization.resources"),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! The render engine: a kustomize v5.5-compatible `build`.
+//!
+//! Pure by construction: it reads only through the [`fs::FileSystem`] it is
+//! given, opens no network connection (remote references are refused with
+//! [`ErrorKind::RemoteReference`]), keeps no global mutable state and uses
+//! no `unsafe`. Many builds may run in parallel.
+//!
+//! ```
+//! use std::{path::Path, sync::Arc};
+//! use krmsync::kustomize::{build, BuildOptions, fs::MemFs};
+//!
+//! let mut fs = MemFs::new();
+//! fs.add_file("/app/kustomization.yaml", "namePrefix: dev-\nresources: [cm.yaml]\n")
+//!   .add_file("/app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+//! let out = build(Arc::new(fs), Path::new("/app"), &BuildOptions::default()).unwrap();
+//! assert_eq!(out.to_yaml().unwrap(), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dev-c\n");
+//! ```
+
+pub mod error;
+pub mod fieldpath;
+pub mod fieldspec;
+pub mod fs;
+pub mod generator;
+pub mod kustomization;
+pub mod loader;
+pub mod nameref;
+pub mod openapi;
+pub mod patch;
+pub mod patches;
+pub mod plugins;
+pub mod replacement;
+pub mod resid;
+pub mod resource;
+pub mod selector;
+pub mod sort;
+pub mod target;
+pub mod transform;
+pub mod vars;
+pub mod yaml;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use error::{Error, ErrorKind, Result};
+pub use loader::LoadRestrictor;
+
+use fs::FileSystem;
+use loader::Loader;
+use openapi::Schema;
+use resource::{Origin, ResMap, Resource};
+use target::{Accumulator, BuildCtx, Target};
+use yaml::Value;
+
+/// The `--reorder` flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Reorder {
+    /// kustomize's legacy kind order (the CLI default).
+    #[default]
+    Legacy,
+    /// Keep accumulation order.
+    None,
+}
+
+/// Looks up environment variables for env-file lines without `=`.
+pub type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Options of one build.
+#[derive(Clone, Default)]
+pub struct BuildOptions {
+    /// `None`: the flag was not given (legacy order; `sortOptions` wins silently).
+    pub reorder: Option<Reorder>,
+    pub load_restrictor: LoadRestrictor,
+    pub enable_alpha_plugins: bool,
+    pub enable_managedby_label: bool,
+    /// Environment for env-file lines without `=` (none by default).
+    pub env: Option<EnvFn>,
+}
+
+impl std::fmt::Debug for BuildOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildOptions")
+            .field("reorder", &self.reorder)
+            .field("load_restrictor", &self.load_restrictor)
+            .field("enable_alpha_plugins", &self.enable_alpha_plugins)
+            .field("enable_managedby_label", &self.enable_managedby_label)
+            .field("env", &self.env.is_some())
+            .finish()
+    }
+}
+
+impl BuildOptions {
+    pub(crate) fn env_lookup(&self) -> EnvFn {
+        match &self.env {
+            Some(e) => e.clone(),
+            None => Arc::new(|_| None),
+        }
+    }
+}
+
+/// The result of a build.
+#[derive(Clone, Debug, Default)]
+pub struct Rendered {
+    /// The resources, in output order.
+    pub resources: Vec<Value>,
+    /// Warnings kustomize would log (e.g. `sortOptions` overriding `--reorder`).
+    pub warnings: Vec<String>,
+}
+
+impl Rendered {
+    /// The YAML stream, byte-identical to `kustomize build`.
+    pub fn to_yaml(&self) -> Result<String> {
+        let mut out = String::new();
+        for (i, r) in self.resources.iter().enumerate() {
+            if i > 0 {
+                out.push_str("---\n");
+            }
+            yaml::write_document(&mut out, r).map_err(|e| Error::invalid(e.0))?;
+        }
+        Ok(out)
+    }
+}
+
+/// Appends content hashes to the names of generated resources.
+pub(crate) fn add_hashes(m: &mut ResMap, schema: &Schema) -> Result<()> {
+    for r in m.resources_mut().iter_mut() {
+        if !r.needs_hash {
+            continue;
+        }
+        let h = generator::content_hash(&r.obj)?;
+        r.store_previous_id(schema);
+        let name = format!("{}-{h}", r.name());
+        r.set_name(&name);
+        r.needs_hash = false;
+    }
+    Ok(())
+}
+
+fn is_local_config(r: &Resource) -> bool {
+    r.annotations()
+        .and_then(|a| a.get("config.kubernetes.io/local-config"))
+        .and_then(Value::as_str)
+        == Some("true")
+}
+
+fn origin_text(o: &Origin) -> String {
+    if o.config_kind.is_empty() {
+        format!("path: {}\n", o.path)
+    } else {
+        format!(
+            "configuredIn: {}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {}\n",
+            o.config_path, o.config_kind
+        )
+    }
+}
+
+/// Builds the kustomization in directory `dir` (absolute) of `fs`.
+pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result<Rendered> {
+    let loader = Loader::new(fs, dir, opts.load_restrictor)?;
+    let top_root = loader.root().to_path_buf();
+    let ctx = BuildCtx::new(opts);
+    let target = Target::load(loader, &ctx, top_root, None)?;
+    let mut ra = Accumulator::new();
+    target.accumulate(&mut ra)?;
+    let builtin = Schema::builtin();
+    let mut m = ra.resources;
+    add_hashes(&mut m, &builtin)?;
+    nameref::fix_name_references(&mut m, &ra.config.name_reference, &builtin)?;
+    vars::resolve_vars(&mut m, &ra.vars, &ra.config.var_reference)?;
+    m.retain(|r| !is_local_config(r));
+
+    let mut warnings = Vec::new();
+    let mut resources = m.into_resources();
+    let (first, last, legacy) = match &target.kust.sort_options {
+        Some(so) => {
+            if opts.reorder.is_some() {
+                warnings.push(
+                    "Warning: --reorder was set but sortOptions were also specified in the \
+                     kustomization; the sortOptions take precedence"
+                        .to_string(),
+                );
+            }
+            match so.order.as_str() {
+                "legacy" => (
+                    so.order_first.clone().unwrap_or_else(|| {
+                        sort::DEFAULT_ORDER_FIRST
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect()
+                    }),
+                    so.order_last.clone().unwrap_or_else(|| {
+                        sort::DEFAULT_ORDER_LAST
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect()
+                    }),
+                    true,
+                ),
+                "fifo" => (vec![], vec![], false),
+                other => {
+                    return Err(Error::invalid(format!(
+                        "the field 'sortOptions.order' must be one of [legacy, fifo], got '{other}'"
+                    )));
+                }
+            }
+        }
+        None => (
+            sort::DEFAULT_ORDER_FIRST
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            sort::DEFAULT_ORDER_LAST
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            opts.reorder.unwrap_or_default() == Reorder::Legacy,
+        ),
+    };
+    if legacy {
+        sort::legacy_sort(&mut resources, &first, &last);
+    }
+
+    let managed_by =
+        opts.enable_managedby_label || target.build_metadata.iter().any(|b| b == "managedByLabel");
+    let origins = target
+        .build_metadata
+        .iter()
+        .any(|b| b == "originAnnotations");
+    let mut out = Vec::with_capacity(resources.len());
+    for mut r in resources {
+        if managed_by && let Some(labels) = r.obj.ensure_map_path(&["metadata", "labels"]) {
+            labels.insert(
+                "app.kubernetes.io/managed-by".into(),
+                Value::from("kustomize-(devel)"),
+            );
+        }
+        if origins && let Some(o) = &r.origin {
+            let text = origin_text(o);
+            if let Some(ann) = r.obj.ensure_map_path(&["metadata", "annotations"]) {
+                ann.insert("config.kubernetes.io/origin".into(), Value::String(text));
+            }
+        }
+        out.push(r.obj);
+    }
+    Ok(Rendered {
+        resources: out,
+        warnings,
+    })
+}
+
+/// Convenience: builds a directory on the real disk.
+pub fn build_dir(dir: &Path, opts: &BuildOptions) -> Result<Rendered> {
+    let abs = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| Error::io(format!("cannot read the current directory: {e}")))?
+            .join(dir)
+    };
+    build(Arc::new(fs::DiskFs::new()), &fs::clean(&abs), opts)
+}

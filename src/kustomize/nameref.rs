@@ -1,0 +1,379 @@
+//! Name-reference fix-up: after names changed (prefix, suffix, hash,
+//! namespace), every field that referred to an old name is rewritten to the
+//! current one, following kustomize's candidate rules.
+
+use std::collections::{HashMap, HashSet};
+
+use super::error::{Error, Result};
+use super::fieldspec::{FieldSpec, Leaf, NameBackRef, walk};
+use super::openapi::Schema;
+use super::resid::{Gvk, ResId};
+use super::resource::{NON_NAMESPACEABLE, ResMap};
+use super::yaml::Value;
+
+/// What the fix-up needs to know about each resource (names do not change
+/// during the pass, so a snapshot is exact).
+struct Cand {
+    cur: ResId,
+    prev: Vec<ResId>,
+    prefixes: Vec<String>,
+    suffixes: Vec<String>,
+    cluster_scoped: bool,
+    org_ns: String,
+    cur_ns: String,
+}
+
+fn same_ending(a: &[String], b: &[String]) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.is_empty() {
+        return long.is_empty();
+    }
+    let diff = long.len() - short.len();
+    short.iter().zip(&long[diff..]).all(|(x, y)| x == y)
+}
+
+fn effective_ns(id: &ResId, cluster_scoped: bool) -> String {
+    if cluster_scoped {
+        NON_NAMESPACEABLE.to_string()
+    } else if id.namespace.is_empty() {
+        "default".to_string()
+    } else {
+        id.namespace.clone()
+    }
+}
+
+struct Referrer<'a> {
+    cur: ResId,
+    cluster_scoped: bool,
+    prefixes: &'a [String],
+    suffixes: &'a [String],
+    /// For RoleBindings: namespaces of ServiceAccount subjects.
+    rb_namespaces: HashSet<String>,
+    role_ref: Option<Gvk>,
+}
+
+struct Ctx<'a> {
+    cands: &'a [Cand],
+    by_prev_name: &'a HashMap<String, Vec<usize>>,
+    /// Original namespaces of all namespaced resources.
+    org_namespaces: HashSet<String>,
+}
+
+impl Ctx<'_> {
+    /// Candidates the referrer could refer to (kustomize's
+    /// `SubsetThatCouldBeReferencedByResource`) among those with `name`.
+    fn select(
+        &self,
+        referrer: &Referrer,
+        target: &Gvk,
+        spec: &FieldSpec,
+        old_name: &str,
+        mapping: bool,
+        namespace_filter: Option<&str>,
+    ) -> Result<Option<usize>> {
+        let Some(list) = self.by_prev_name.get(old_name) else {
+            return Ok(None);
+        };
+        let mut out: Vec<usize> = Vec::new();
+        for &i in list {
+            let c = &self.cands[i];
+            // Subset that could be referenced.
+            let reachable = referrer.cluster_scoped
+                || c.cluster_scoped
+                || c.cur.effective_namespace() == referrer.cur.effective_namespace()
+                || (referrer.cur.gvk.kind == "RoleBinding"
+                    && referrer.rb_namespaces.contains(&c.cur.namespace));
+            if !reachable {
+                continue;
+            }
+            if let Some(ns) = namespace_filter
+                && !self.in_namespace_group(i, ns)
+            {
+                continue;
+            }
+            if !c.prev.iter().any(|id| id.name == old_name) {
+                continue;
+            }
+            if !c.prev.iter().any(|id| target.selects(&id.gvk)) {
+                continue;
+            }
+            if spec.path.ends_with("roleRef/name")
+                && let Some(rr) = &referrer.role_ref
+                && !c.prev.iter().any(|id| rr.selects(&id.gvk))
+            {
+                continue;
+            }
+            if !referrer.cluster_scoped
+                && !c.cluster_scoped
+                && c.cur.gvk.kind != "ServiceAccount"
+                && c.cur.effective_namespace() != referrer.cur.effective_namespace()
+            {
+                continue;
+            }
+            out.push(i);
+        }
+        if out.len() <= 1 {
+            return Ok(out.first().copied());
+        }
+        let narrowed: Vec<usize> = out
+            .iter()
+            .copied()
+            .filter(|&i| {
+                same_ending(&self.cands[i].prefixes, referrer.prefixes)
+                    && same_ending(&self.cands[i].suffixes, referrer.suffixes)
+            })
+            .collect();
+        if narrowed.len() == 1 {
+            return Ok(narrowed.first().copied());
+        }
+        if narrowed.is_empty() {
+            return Ok(None);
+        }
+        let first = &self.cands[narrowed[0]].cur;
+        let identical = narrowed.iter().all(|&i| {
+            let c = &self.cands[i].cur;
+            c.name == first.name && (!mapping || c.namespace == first.namespace)
+        });
+        if identical {
+            return Ok(Some(narrowed[0]));
+        }
+        let ids: Vec<String> = narrowed
+            .iter()
+            .map(|&i| self.cands[i].cur.to_string())
+            .collect();
+        Err(Error::invalid(format!(
+            "found multiple possible referrals: {}",
+            ids.join(", ")
+        )))
+    }
+
+    /// kustomize groups map-style references (`{name, namespace}`) by the
+    /// candidates' original namespace, falling back to the current one when
+    /// no candidate originally lived in `ns`.
+    fn in_namespace_group(&self, i: usize, ns: &str) -> bool {
+        if self.org_namespaces.contains(ns) {
+            self.cands[i].org_ns == ns
+        } else {
+            self.cands[i].cur_ns == ns
+        }
+    }
+}
+
+/// Rewrites name references in every resource.
+pub fn fix_name_references(
+    m: &mut ResMap,
+    backrefs: &[NameBackRef],
+    schema: &Schema,
+) -> Result<()> {
+    let cands: Vec<Cand> = m
+        .resources()
+        .iter()
+        .map(|r| {
+            let cur = r.cur_id();
+            let cluster_scoped = !schema.is_namespaced(&cur.gvk.api_version(), &cur.gvk.kind);
+            let org = r.org_id();
+            let org_ns = if r.prev_ids.is_empty() {
+                effective_ns(&org, cluster_scoped)
+            } else {
+                org.namespace.clone()
+            };
+            Cand {
+                cur_ns: effective_ns(&cur, cluster_scoped),
+                org_ns,
+                cur,
+                prev: r.prev_ids.clone(),
+                prefixes: r.name_prefixes.clone(),
+                suffixes: r.name_suffixes.clone(),
+                cluster_scoped,
+            }
+        })
+        .collect();
+    let mut by_prev_name: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, c) in cands.iter().enumerate() {
+        let mut names: Vec<&str> = c.prev.iter().map(|id| id.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        for n in names {
+            by_prev_name.entry(n.to_string()).or_default().push(i);
+        }
+    }
+    for r in m.resources() {
+        check_subject_namespaces(r)?;
+    }
+    if by_prev_name.is_empty() {
+        return Ok(());
+    }
+    let org_namespaces = cands
+        .iter()
+        .filter(|c| !c.cluster_scoped)
+        .map(|c| c.org_ns.clone())
+        .collect();
+    let ctx = Ctx {
+        cands: &cands,
+        by_prev_name: &by_prev_name,
+        org_namespaces,
+    };
+    for (idx, cand) in cands.iter().enumerate() {
+        let Some(res) = m.resources().get(idx) else {
+            continue;
+        };
+        let org_gvk = res.org_id().gvk;
+        let mut applicable: Vec<(&Gvk, &FieldSpec)> = Vec::new();
+        for br in backrefs {
+            for spec in &br.referrers {
+                if spec.gvk.selects(&org_gvk) {
+                    applicable.push((&br.gvk, spec));
+                }
+            }
+        }
+        if applicable.is_empty() {
+            continue;
+        }
+        let obj = &res.obj;
+        let mut rb_namespaces: HashSet<String> = HashSet::new();
+        if res.kind() == "RoleBinding"
+            && let Some(subs) = obj.get("subjects").and_then(Value::as_seq)
+        {
+            for s in subs {
+                if s.str_at(&["kind"]) == Some("ServiceAccount")
+                    && let Some(ns) = s.str_at(&["namespace"])
+                {
+                    rb_namespaces.insert(ns.to_string());
+                }
+            }
+        }
+        let role_ref = match (
+            obj.str_at(&["roleRef", "apiGroup"]),
+            obj.str_at(&["roleRef", "kind"]),
+        ) {
+            (Some(g), Some(k)) => Some(Gvk::new(g, "", k)),
+            _ => None,
+        };
+        let referrer = Referrer {
+            cur: cand.cur.clone(),
+            cluster_scoped: cand.cluster_scoped,
+            prefixes: &cand.prefixes,
+            suffixes: &cand.suffixes,
+            rb_namespaces,
+            role_ref,
+        };
+        let mut new_obj = match m.resources_mut().get_mut(idx) {
+            Some(r) => std::mem::take(&mut r.obj),
+            None => continue,
+        };
+        for (target, spec) in applicable {
+            let mut spec = spec.clone();
+            spec.create = false;
+            let walked = walk(&mut new_obj, &spec, Leaf::Scalar, &mut |node| {
+                set_node(&ctx, &referrer, target, &spec, node)
+            });
+            if let Err(e) = walked {
+                return Err(e.context(format!(
+                    "updating name reference in '{}' field of '{}'",
+                    spec.path, referrer.cur
+                )));
+            }
+        }
+        if let Some(r) = m.resources_mut().get_mut(idx) {
+            r.obj = new_obj;
+        }
+    }
+    Ok(())
+}
+
+/// A RoleBinding ServiceAccount subject with a `namespace` key that is not
+/// a string (e.g. left blank) is rejected, as kustomize does.
+fn check_subject_namespaces(r: &super::resource::Resource) -> Result<()> {
+    if r.kind() != "RoleBinding" {
+        return Ok(());
+    }
+    let Some(subs) = r.obj.get("subjects").and_then(Value::as_seq) else {
+        return Ok(());
+    };
+    for s in subs {
+        if s.str_at(&["kind"]) == Some("ServiceAccount")
+            && s.get("namespace").is_some_and(|ns| ns.as_str().is_none())
+        {
+            return Err(Error::invalid(format!(
+                "Invalid Input: namespace is blank for resource \"{}\"",
+                r.cur_id()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn set_node(
+    ctx: &Ctx,
+    referrer: &Referrer,
+    target: &Gvk,
+    spec: &FieldSpec,
+    node: &mut Value,
+) -> Result<()> {
+    match node {
+        Value::Null => Ok(()),
+        Value::String(_) => set_scalar(ctx, referrer, target, spec, node),
+        Value::Map(_) => set_mapping(ctx, referrer, target, spec, node),
+        Value::Seq(items) => {
+            for item in items.iter_mut() {
+                match item {
+                    Value::Map(_) => set_mapping(ctx, referrer, target, spec, item)?,
+                    Value::String(_) => set_scalar(ctx, referrer, target, spec, item)?,
+                    _ => {}
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn set_scalar(
+    ctx: &Ctx,
+    referrer: &Referrer,
+    target: &Gvk,
+    spec: &FieldSpec,
+    node: &mut Value,
+) -> Result<()> {
+    let Some(old) = node.as_str() else {
+        return Ok(());
+    };
+    if let Some(i) = ctx.select(referrer, target, spec, old, false, None)? {
+        let new = &ctx.cands[i].cur.name;
+        if new != old {
+            *node = Value::String(new.clone());
+        }
+    }
+    Ok(())
+}
+
+fn set_mapping(
+    ctx: &Ctx,
+    referrer: &Referrer,
+    target: &Gvk,
+    spec: &FieldSpec,
+    node: &mut Value,
+) -> Result<()> {
+    let Some(m) = node.as_map_mut() else {
+        return Ok(());
+    };
+    let Some(name_v) = m.get("name") else {
+        return Err(Error::invalid("path config error; no 'name' field in node"));
+    };
+    let Some(old) = name_v.scalar_to_string() else {
+        return Ok(());
+    };
+    let ns = m.get("namespace").and_then(Value::scalar_to_string);
+    let Some(i) = ctx.select(referrer, target, spec, &old, true, ns.as_deref())? else {
+        return Ok(());
+    };
+    let c = &ctx.cands[i].cur;
+    if c.name == old && c.namespace.is_empty() {
+        return Ok(());
+    }
+    m.insert("name".into(), Value::String(c.name.clone()));
+    if !c.namespace.is_empty() {
+        m.insert("namespace".into(), Value::String(c.namespace.clone()));
+    }
+    Ok(())
+}

@@ -1,0 +1,398 @@
+//! Applying `patchesStrategicMerge`, `patches` and `patchesJson6902`:
+//! loading patch content, selecting targets, and keeping names/kinds stable
+//! unless a patch is allowed to change them.
+
+use regex::Regex;
+
+use super::error::{Error, Result};
+use super::kustomization::PatchEntry;
+use super::loader::Loader;
+use super::openapi::Schema;
+use super::patch::{apply_json6902, strategic_merge_owned};
+use super::resid::{Gvk, ResId};
+use super::resource::{ResMap, Resource, effective_namespace};
+use super::selector::{LabelSelector, Selector};
+use super::target::split_resources;
+use super::yaml::{Value, parse};
+
+/// A selector compiled for matching (kustomize's `SelectorRegex`): every
+/// GVK part, the name and the namespace are anchored regular expressions.
+pub struct CompiledSelector {
+    group: Option<Regex>,
+    version: Option<Regex>,
+    kind: Option<Regex>,
+    name: Option<Regex>,
+    namespace: Option<Regex>,
+    labels: Option<LabelSelector>,
+    annotations: Option<LabelSelector>,
+}
+
+fn anchored(p: &str, what: &str) -> Result<Option<Regex>> {
+    if p.is_empty() {
+        return Ok(None);
+    }
+    Regex::new(&format!("^(?:{p})$"))
+        .map(Some)
+        .map_err(|e| Error::invalid(format!("invalid {what} regex '{p}': {e}")))
+}
+
+impl CompiledSelector {
+    pub fn new(s: &Selector) -> Result<CompiledSelector> {
+        let ls = |x: &str| -> Result<Option<LabelSelector>> {
+            if x.is_empty() {
+                Ok(None)
+            } else {
+                LabelSelector::parse(x).map(Some).map_err(Error::invalid)
+            }
+        };
+        Ok(CompiledSelector {
+            group: anchored(&s.group, "group")?,
+            version: anchored(&s.version, "version")?,
+            kind: anchored(&s.kind, "kind")?,
+            name: anchored(&s.name, "name")?,
+            namespace: anchored(&s.namespace, "namespace")?,
+            labels: ls(&s.label_selector)?,
+            annotations: ls(&s.annotation_selector)?,
+        })
+    }
+
+    fn m(re: &Option<Regex>, s: &str) -> bool {
+        re.as_ref().is_none_or(|r| r.is_match(s))
+    }
+
+    /// kustomize's `ResMap.Select` test for one resource.
+    pub fn selects(&self, r: &Resource, schema: &Schema) -> bool {
+        let cur = r.cur_id();
+        let org = r.org_id();
+        if self.namespace.is_some() {
+            let org_ns = if r.prev_ids.is_empty() {
+                effective_namespace(&org, schema).to_string()
+            } else {
+                org.namespace.clone()
+            };
+            let cur_ns = effective_namespace(&cur, schema);
+            if !Self::m(&self.namespace, &org_ns) && !Self::m(&self.namespace, cur_ns) {
+                return false;
+            }
+        }
+        if !Self::m(&self.name, &org.name) && !Self::m(&self.name, &cur.name) {
+            return false;
+        }
+        let g = &cur.gvk;
+        if !Self::m(&self.group, &g.group)
+            || !Self::m(&self.version, &g.version)
+            || !Self::m(&self.kind, &g.kind)
+        {
+            return false;
+        }
+        if let Some(l) = &self.labels
+            && !l.matches(r.labels())
+        {
+            return false;
+        }
+        if let Some(a) = &self.annotations
+            && !a.matches(r.annotations())
+        {
+            return false;
+        }
+        true
+    }
+}
+
+/// Indices of the resources a selector picks, in resource order.
+pub fn select(m: &ResMap, sel: &Selector, schema: &Schema) -> Result<Vec<usize>> {
+    let c = CompiledSelector::new(sel)?;
+    Ok(m.resources()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| c.selects(r, schema))
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// Applies one strategic-merge patch to the resource at `i`; returns false
+/// when the patch deleted the resource.
+fn apply_smp_at(
+    m: &mut ResMap,
+    i: usize,
+    patch: &Value,
+    allow_name: bool,
+    allow_kind: bool,
+    schema: &Schema,
+) -> Result<bool> {
+    let Some(r) = m.resources_mut().get_mut(i) else {
+        return Ok(true);
+    };
+    let mut p = patch.clone();
+    let api = r.api_version().to_string();
+    if let Some(pm) = p.as_map_mut() {
+        pm.insert("apiVersion".into(), Value::from(api.as_str()));
+    }
+    let (name, ns, kind) = (
+        r.name().to_string(),
+        r.namespace().to_string(),
+        r.kind().to_string(),
+    );
+    if allow_name || allow_kind {
+        r.store_previous_id(schema);
+    }
+    let merged = strategic_merge_owned(std::mem::take(&mut r.obj), &p, schema)
+        .map_err(|e| Error::invalid(e.0))?;
+    let Some(merged) = merged.filter(|v| v.as_map().is_some_and(|mm| !mm.is_empty())) else {
+        return Ok(false);
+    };
+    r.obj = merged;
+    if !allow_kind {
+        r.set_kind(&kind);
+    }
+    if !allow_name {
+        r.set_name(&name);
+    }
+    if ns.is_empty() {
+        if let Some(meta) = r.obj.get_mut("metadata").and_then(Value::as_map_mut) {
+            meta.shift_remove("namespace");
+        }
+    } else {
+        r.set_namespace(&ns);
+    }
+    Ok(true)
+}
+
+fn apply_smp_to(
+    m: &mut ResMap,
+    targets: &[usize],
+    patch: &Value,
+    allow_name: bool,
+    allow_kind: bool,
+    schema: &Schema,
+) -> Result<()> {
+    let mut deleted = Vec::new();
+    for &i in targets {
+        if !apply_smp_at(m, i, patch, allow_name, allow_kind, schema)? {
+            deleted.push(i);
+        }
+    }
+    if !deleted.is_empty() {
+        let mut idx = 0usize;
+        m.retain(|_| {
+            let keep = !deleted.contains(&idx);
+            idx += 1;
+            keep
+        });
+    }
+    Ok(())
+}
+
+/// Parses patch text as strategic-merge documents; `None` when it is not
+/// a stream of maps.
+fn parse_smp_docs(text: &str) -> Option<Vec<Value>> {
+    let docs = parse::parse_documents(text).ok()?;
+    if docs.iter().all(Value::is_null) {
+        return None;
+    }
+    if docs
+        .iter()
+        .any(|d| !matches!(d, Value::Map(_) | Value::Null))
+    {
+        return None;
+    }
+    split_resources(docs, "patch").ok()
+}
+
+/// Loads `patchesStrategicMerge` entries (inline YAML or file paths).
+pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for e in entries {
+        if let Some(docs) = parse_smp_docs(e) {
+            out.extend(docs);
+            continue;
+        }
+        let text = loader.read_string(e).map_err(|err| {
+            err.context(format!(
+                "trouble configuring builtin PatchStrategicMergeTransformer with config: `\npaths:\n- {e}\n`"
+            ))
+        })?;
+        let docs = parse::parse_documents(&text)
+            .map_err(|err| Error::invalid(format!("{e}: {}", err.message)))?;
+        out.extend(split_resources(docs, e)?);
+    }
+    Ok(out)
+}
+
+fn patch_id(p: &Value) -> ResId {
+    let gvk = Gvk::from_api_version(
+        p.str_at(&["apiVersion"]).unwrap_or(""),
+        p.str_at(&["kind"]).unwrap_or(""),
+    );
+    ResId::new(
+        gvk,
+        p.str_at(&["metadata", "name"]).unwrap_or(""),
+        p.str_at(&["metadata", "namespace"]).unwrap_or(""),
+    )
+}
+
+/// `patchesStrategicMerge`: each patch applies to the one resource whose
+/// id (current or previous) equals the patch's own.
+pub fn apply_strategic_merge_by_id(
+    m: &mut ResMap,
+    patches: &[Value],
+    schema: &Schema,
+) -> Result<()> {
+    for p in patches {
+        let id = patch_id(p);
+        let hits = m.matching_any_id(|other| {
+            other.gvk == id.gvk
+                && other.name == id.name
+                && other.effective_namespace() == id.effective_namespace()
+        });
+        match hits.as_slice() {
+            [i] => apply_smp_to(m, &[*i], p, false, false, schema)?,
+            [] => {
+                return Err(Error::invalid(format!(
+                    "no matches for Id {id}; failed to find unique target for patch {id}"
+                )));
+            }
+            _ => {
+                return Err(Error::invalid(format!(
+                    "multiple matches for Id {id}; failed to find unique target for patch {id}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses RFC 6902 operations from JSON or YAML text.
+fn parse_json_ops(text: &str) -> Option<Value> {
+    let docs = parse::parse_documents(text).ok()?;
+    match docs.as_slice() {
+        [v @ Value::Seq(_)] => Some(v.clone()),
+        _ => None,
+    }
+}
+
+fn patch_text(loader: &Loader, p: &PatchEntry, field: &str) -> Result<String> {
+    let inline = p.patch.trim();
+    match (inline.is_empty(), p.path.is_empty()) {
+        (true, true) => Err(Error::invalid(format!(
+            "{field}: must specify one of patch and path"
+        ))),
+        (false, false) => Err(Error::invalid(format!(
+            "{field}: patch and path can't be set at the same time"
+        ))),
+        (false, true) => Ok(inline.to_string()),
+        (true, false) => loader.read_string(&p.path),
+    }
+}
+
+/// Applies one `patches:` entry (strategic merge or JSON 6902, detected
+/// from the content).
+pub fn apply_patch_entry(
+    loader: &Loader,
+    m: &mut ResMap,
+    p: &PatchEntry,
+    schema: &Schema,
+) -> Result<()> {
+    let text = patch_text(loader, p, "patches")?;
+    let target = match &p.target {
+        Some(t) => Some(Selector::from_value(t, "patches.target").map_err(Error::invalid)?),
+        None => None,
+    };
+    if let Some(ops) = parse_json_ops(&text) {
+        let Some(target) = target else {
+            return Err(Error::invalid(format!(
+                "must specify a target for JSON patch {text}"
+            )));
+        };
+        return apply_json_ops(m, &target, &ops, schema);
+    }
+    let Some(docs) = parse_smp_docs(&text) else {
+        return Err(Error::invalid(format!(
+            "trouble configuring builtin PatchTransformer: unable to parse SM or JSON patch from [{text}]"
+        )));
+    };
+    if docs.is_empty() {
+        return Ok(());
+    }
+    match target {
+        Some(t) => {
+            if docs.len() > 1 {
+                return Err(Error::invalid(format!(
+                    "Multiple Strategic-Merge Patches in one `patches` entry is not allowed to set `patches.target` field: [{}]",
+                    p.path
+                )));
+            }
+            let hits = select(m, &t, schema)?;
+            apply_smp_to(
+                m,
+                &hits,
+                &docs[0],
+                p.allow_name_change,
+                p.allow_kind_change,
+                schema,
+            )
+        }
+        None => {
+            for d in &docs {
+                let id = patch_id(d);
+                let sel = Selector {
+                    group: id.gvk.group.clone(),
+                    version: id.gvk.version.clone(),
+                    kind: id.gvk.kind.clone(),
+                    name: regex::escape(&id.name),
+                    namespace: regex::escape(&id.namespace),
+                    ..Default::default()
+                };
+                let hits = select(m, &sel, schema)?;
+                apply_smp_to(
+                    m,
+                    &hits,
+                    d,
+                    p.allow_name_change,
+                    p.allow_kind_change,
+                    schema,
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn apply_json_ops(m: &mut ResMap, target: &Selector, ops: &Value, schema: &Schema) -> Result<()> {
+    let hits = select(m, target, schema)?;
+    for i in hits {
+        if let Some(r) = m.resources_mut().get_mut(i) {
+            r.store_previous_id(schema);
+            apply_json6902(&mut r.obj, ops).map_err(|e| {
+                Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies one `patchesJson6902:` entry.
+pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> Result<()> {
+    let text = patch_text(loader, p, "patchesJson6902")?;
+    let Some(ops) = parse_json_ops(&text) else {
+        return Err(Error::invalid(format!(
+            "patchesJson6902: the patch must be a list of operations: {text}"
+        )));
+    };
+    let Some(t) = &p.target else {
+        return Err(Error::invalid(format!(
+            "must specify a target for patch {text}"
+        )));
+    };
+    let target = Selector::from_value(t, "patchesJson6902.target").map_err(Error::invalid)?;
+    let schema = Schema::builtin();
+    let hits = select(m, &target, &schema)?;
+    for i in hits {
+        if let Some(r) = m.resources_mut().get_mut(i) {
+            apply_json6902(&mut r.obj, &ops).map_err(|e| {
+                Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
+            })?;
+        }
+    }
+    Ok(())
+}

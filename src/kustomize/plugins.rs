@@ -1,0 +1,531 @@
+//! `generators:`, `transformers:` and `validators:` entries.
+//!
+//! Entries are inline YAML, files or kustomization directories whose
+//! resources are plugin configurations. Builtin kinds (`apiVersion:
+//! builtin`) run in-process. Anything else is an external plugin (a KRM
+//! function or a legacy plugin), which `krmsync build` never executes.
+
+use super::error::{Error, Result};
+use super::fieldspec::{FieldSpec, TransformerConfig};
+use super::generator::{GenKind, generate};
+use super::kustomization::{
+    GeneratorArgs, GeneratorOptions, PatchEntry, decode_image_entry, decode_patch,
+    decode_replica_entry,
+};
+use super::loader::Loader;
+use super::patches;
+use super::replacement::{self, ReplacementResource};
+use super::resid::ResId;
+use super::resource::{ResMap, Resource};
+use super::target::{Accumulator, Target, custom_image_specs, split_resources};
+use super::transform::{self, SubjectMode};
+use super::yaml::{Mapping, Value, parse};
+
+/// Builtin plugin kinds kustomize 5.5 can load from `generators:` /
+/// `transformers:`.
+const BUILTIN_KINDS: &[&str] = &[
+    "AnnotationsTransformer",
+    "ConfigMapGenerator",
+    "HashTransformer",
+    "IAMPolicyGenerator",
+    "ImageTagTransformer",
+    "LabelTransformer",
+    "NamespaceTransformer",
+    "PatchJson6902Transformer",
+    "PatchStrategicMergeTransformer",
+    "PatchTransformer",
+    "PrefixSuffixTransformer",
+    "PrefixTransformer",
+    "ReplacementTransformer",
+    "ReplicaCountTransformer",
+    "SecretGenerator",
+    "SuffixTransformer",
+    "ValueAddTransformer",
+    "HelmChartInflationGenerator",
+];
+
+/// Loads plugin config documents for a list of entries: inline YAML
+/// configs first, then files and directories (kustomize's order).
+fn load_configs(t: &Target, entries: &[&String]) -> Result<Vec<Resource>> {
+    let mut inline = Vec::new();
+    let mut paths = Vec::new();
+    for e in entries {
+        match parse::parse_documents(e) {
+            Ok(docs) if docs.iter().any(|d| matches!(d, Value::Map(_))) => {
+                for d in split_resources(docs, "inline plugin config")? {
+                    inline.push(Resource::new(d));
+                }
+            }
+            _ => paths.push((*e).clone()),
+        }
+    }
+    if !paths.is_empty() {
+        let sub = Target {
+            loader: t.loader.clone(),
+            kust: super::kustomization::Kustomization {
+                resources: paths,
+                ..Default::default()
+            },
+            file_name: t.file_name.clone(),
+            ctx: t.ctx,
+            top_root: t.top_root.clone(),
+            build_metadata: t.build_metadata.clone(),
+        };
+        let mut ra = Accumulator::new();
+        sub.accumulate(&mut ra)?;
+        inline.extend(ra.resources.into_resources());
+    }
+    Ok(inline)
+}
+
+fn kind_of(cfg: &Resource) -> Result<(bool, String)> {
+    let api = cfg.api_version();
+    let kind = cfg.kind().to_string();
+    let builtin = api == "builtin" && BUILTIN_KINDS.contains(&kind.as_str());
+    if api == "builtin" && kind == "SortOrderTransformer" {
+        return Err(Error::invalid(
+            "unable to load builtin SortOrderTransformer: it is not allowed in `transformers:`; use the top-level `sortOptions` field",
+        ));
+    }
+    if api == "builtin" && !builtin {
+        return Err(Error::invalid(format!("unable to load builtin {kind}")));
+    }
+    Ok((builtin, kind))
+}
+
+fn external_error(t: &Target, cfg: &Resource) -> Error {
+    if !t.ctx.opts.enable_alpha_plugins {
+        return Error::invalid(format!(
+            "external plugins disabled; unable to load external plugin '{}' ({}): enable with --enable-alpha-plugins",
+            cfg.kind(),
+            cfg.cur_id()
+        ));
+    }
+    Error::invalid(format!(
+        "unable to run external plugin '{}' ({}): krmsync build does not execute KRM functions or legacy plugins",
+        cfg.kind(),
+        cfg.cur_id()
+    ))
+}
+
+/// A config field, matched like Go's JSON decoding: exactly, else
+/// case-insensitively.
+fn field<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
+    let m = obj.as_map()?;
+    m.get(key).or_else(|| {
+        m.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+    })
+}
+
+fn o_get<'a>(m: &'a Mapping, key: &str) -> Option<&'a Value> {
+    m.get(key).or_else(|| {
+        m.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+    })
+}
+
+fn fs_list(v: Option<&Value>, what: &str) -> Result<Vec<FieldSpec>> {
+    let mut out = Vec::new();
+    if let Some(Value::Seq(items)) = v {
+        for i in items {
+            out.push(FieldSpec::from_value(i, what)?);
+        }
+    }
+    Ok(out)
+}
+
+fn str_pairs(v: Option<&Value>) -> Vec<(String, String)> {
+    v.and_then(Value::as_map)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.scalar_to_string().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn str_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_seq)
+        .map(|s| s.iter().filter_map(Value::scalar_to_string).collect())
+        .unwrap_or_default()
+}
+
+fn s(v: Option<&Value>) -> String {
+    v.and_then(Value::scalar_to_string).unwrap_or_default()
+}
+
+fn generator_args(obj: &Value, secret: bool) -> Result<GeneratorArgs> {
+    let mut envs = str_list(field(obj, "envs"));
+    let env = s(field(obj, "env"));
+    if !env.is_empty() {
+        envs.push(env);
+    }
+    let options = match field(obj, "options") {
+        Some(Value::Map(o)) => Some(GeneratorOptions {
+            labels: str_pairs(o_get(o, "labels")),
+            annotations: str_pairs(o_get(o, "annotations")),
+            disable_name_suffix_hash: o_get(o, "disableNameSuffixHash").and_then(Value::as_bool)
+                == Some(true),
+            immutable: o_get(o, "immutable").and_then(Value::as_bool) == Some(true),
+        }),
+        _ => None,
+    };
+    Ok(GeneratorArgs {
+        name: s(obj.get_path(&["metadata", "name"])),
+        namespace: s(obj.get_path(&["metadata", "namespace"])),
+        behavior: s(field(obj, "behavior")),
+        literals: str_list(field(obj, "literals")),
+        files: str_list(field(obj, "files")),
+        envs,
+        options,
+        secret_type: if secret {
+            s(field(obj, "type"))
+        } else {
+            String::new()
+        },
+    })
+}
+
+/// Runs one `generators:` entry; returns the generated resources.
+pub fn run_generator_entry(t: &Target, _ra: &Accumulator, entry: &String) -> Result<Vec<Resource>> {
+    let configs = load_configs(t, &[entry])?;
+    let mut out = Vec::new();
+    let env = t.ctx.opts.env_lookup();
+    for cfg in configs {
+        let (builtin, kind) = kind_of(&cfg)?;
+        if !builtin {
+            return Err(external_error(t, &cfg));
+        }
+        let obj = &cfg.obj;
+        let origin = cfg.origin.clone();
+        match kind.as_str() {
+            "ConfigMapGenerator" | "SecretGenerator" => {
+                let secret = kind == "SecretGenerator";
+                let args = generator_args(obj, secret)?;
+                let gk = if secret {
+                    GenKind::Secret
+                } else {
+                    GenKind::ConfigMap
+                };
+                let mut r = generate(&args, gk, None, &t.loader, &*env)?;
+                if t.build_metadata.iter().any(|b| b == "originAnnotations") {
+                    r.origin = Some(super::resource::Origin {
+                        path: String::new(),
+                        config_kind: kind.clone(),
+                        config_path: origin.map(|o| o.path).unwrap_or_default(),
+                    });
+                }
+                out.push(r);
+            }
+            "IAMPolicyGenerator" => out.push(iam_policy(obj)?),
+            "HelmChartInflationGenerator" => {
+                return Err(Error::invalid(
+                    "HelmChartInflationGenerator is not supported: krmsync does not run helm",
+                ));
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "builtin {other} is a transformer, not a generator"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn iam_policy(obj: &Value) -> Result<Resource> {
+    let cloud = s(field(obj, "cloud"));
+    if cloud != "gke" {
+        return Err(Error::invalid(format!(
+            "IAMPolicyGenerator: cloud '{cloud}' is not supported (only gke)"
+        )));
+    }
+    let ns = s(obj.get_path(&["kubernetesService", "namespace"]));
+    let ksa = s(obj.get_path(&["kubernetesService", "name"]));
+    let gsa = s(obj.get_path(&["serviceAccount", "name"]));
+    let project = s(obj.get_path(&["serviceAccount", "projectId"]));
+    let mut ann = Mapping::new();
+    ann.insert(
+        "iam.gke.io/gcp-service-account".into(),
+        Value::String(format!("{gsa}@{project}.iam.gserviceaccount.com")),
+    );
+    let mut meta = Mapping::new();
+    meta.insert("annotations".into(), Value::Map(ann));
+    meta.insert("name".into(), Value::String(ksa));
+    if !ns.is_empty() {
+        meta.insert("namespace".into(), Value::String(ns));
+    }
+    let mut m = Mapping::new();
+    m.insert("apiVersion".into(), Value::from("v1"));
+    m.insert("kind".into(), Value::from("ServiceAccount"));
+    m.insert("metadata".into(), Value::Map(meta));
+    Ok(Resource::new(Value::Map(m)))
+}
+
+/// Runs one `transformers:` entry on the accumulated resources.
+pub fn run_transformer_entry(t: &Target, ra: &mut Accumulator, entry: &String) -> Result<()> {
+    let configs = load_configs(t, &[entry])?;
+    for cfg in configs {
+        let (builtin, kind) = kind_of(&cfg)?;
+        if !builtin {
+            return Err(external_error(t, &cfg));
+        }
+        run_builtin_transformer(t, ra, &kind, &cfg.obj)
+            .map_err(|e| e.context(format!("builtin {kind}")))?;
+    }
+    Ok(())
+}
+
+fn run_builtin_transformer(
+    t: &Target,
+    ra: &mut Accumulator,
+    kind: &str,
+    obj: &Value,
+) -> Result<()> {
+    let schema = t.ctx.schema();
+    let m = &mut ra.resources;
+    let specs = |what: &str| fs_list(field(obj, "fieldSpecs"), what);
+    match kind {
+        "AnnotationsTransformer" => {
+            transform::set_map_entries(m, &str_pairs(field(obj, "annotations")), &specs(kind)?)
+        }
+        "LabelTransformer" => {
+            transform::set_map_entries(m, &str_pairs(field(obj, "labels")), &specs(kind)?)
+        }
+        "NamespaceTransformer" => {
+            let ns = s(obj.get_path(&["metadata", "namespace"]));
+            let unset_only = field(obj, "unsetOnly").and_then(Value::as_bool) == Some(true);
+            let mode = SubjectMode::parse(&s(field(obj, "setRoleBindingSubjects")))?;
+            transform::namespace(m, &ns, &specs(kind)?, unset_only, mode, &schema)
+        }
+        "PrefixTransformer" => {
+            transform::prefix_suffix(m, &s(field(obj, "prefix")), "", &specs(kind)?, &[], &schema)
+        }
+        "SuffixTransformer" => {
+            transform::prefix_suffix(m, "", &s(field(obj, "suffix")), &[], &specs(kind)?, &schema)
+        }
+        "PrefixSuffixTransformer" => {
+            let fs = specs(kind)?;
+            transform::prefix_suffix(m, &s(field(obj, "prefix")), "", &fs, &[], &schema)?;
+            transform::prefix_suffix(m, "", &s(field(obj, "suffix")), &[], &fs, &schema)
+        }
+        "ImageTagTransformer" => {
+            let img = decode_image_entry(field(obj, "imageTag").unwrap_or(&Value::Null))?;
+            let custom = custom_image_specs(&specs(kind)?);
+            transform::images(m, &[img], &custom)
+        }
+        "ReplicaCountTransformer" => {
+            let rep = decode_replica_entry(field(obj, "replica").unwrap_or(&Value::Null))?;
+            transform::replicas(m, &[rep], &specs(kind)?)
+        }
+        "PatchTransformer" => {
+            let mut cfg = obj.clone();
+            if let Some(cm) = cfg.as_map_mut() {
+                for k in ["apiVersion", "kind", "metadata"] {
+                    cm.shift_remove(k);
+                }
+            }
+            let p: PatchEntry = decode_patch(&cfg, "PatchTransformer")?;
+            patches::apply_patch_entry(&t.loader, m, &p, &schema)
+        }
+        "PatchStrategicMergeTransformer" => {
+            let mut entries = str_list(field(obj, "paths"));
+            let inline = s(field(obj, "patches"));
+            if !inline.trim().is_empty() {
+                entries.push(inline);
+            }
+            if entries.is_empty() {
+                return Err(Error::invalid("empty file path and empty patch content"));
+            }
+            let loaded = patches::load_strategic_merge(&t.loader, &entries)?;
+            patches::apply_strategic_merge_by_id(m, &loaded, &schema)
+        }
+        "PatchJson6902Transformer" => {
+            let p = PatchEntry {
+                path: s(field(obj, "path")),
+                patch: s(field(obj, "jsonOp")),
+                target: field(obj, "target").cloned(),
+                ..Default::default()
+            };
+            patches::apply_json6902_entry(&t.loader, m, &p)
+        }
+        "ReplacementTransformer" => {
+            let reps = obj
+                .get("replacements")
+                .and_then(Value::as_seq)
+                .cloned()
+                .unwrap_or_default();
+            let mut parsed = Vec::new();
+            for r in &reps {
+                parsed.push(replacement::parse_replacement_lenient(r).map_err(Error::invalid)?);
+            }
+            replacement::apply_replacements(m.resources_mut(), &parsed).map_err(Error::invalid)
+        }
+        "HashTransformer" => super::add_hashes(m, &schema),
+        "ValueAddTransformer" => value_add(m, obj, &schema),
+        other => Err(Error::invalid(format!(
+            "builtin {other} is a generator, not a transformer"
+        ))),
+    }
+}
+
+/// ValueAddTransformer (alpha): writes `value` into `targets[].fieldPath`
+/// of the selected resources.
+fn value_add(m: &mut ResMap, obj: &Value, schema: &super::openapi::Schema) -> Result<()> {
+    let value = s(field(obj, "value"));
+    let Some(targets) = field(obj, "targets").and_then(Value::as_seq) else {
+        return Ok(());
+    };
+    for tgt in targets {
+        let sel = match field(tgt, "selector") {
+            Some(v) => {
+                super::selector::Selector::from_value(v, "ValueAddTransformer.targets.selector")
+                    .map_err(Error::invalid)?
+            }
+            None => Default::default(),
+        };
+        let field_path = {
+            let fp = s(field(tgt, "fieldPath"));
+            if fp.is_empty() {
+                "metadata/namespace".to_string()
+            } else {
+                fp
+            }
+        };
+        let pos = field(tgt, "filePathPosition")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let spec = FieldSpec::new(Default::default(), &field_path, true);
+        for i in patches::select(m, &sel, schema)? {
+            if let Some(r) = m.resources_mut().get_mut(i) {
+                super::fieldspec::walk(
+                    &mut r.obj,
+                    &spec,
+                    super::fieldspec::Leaf::Scalar,
+                    &mut |v| {
+                        let new = if pos > 0 {
+                            let old = v.as_str().unwrap_or("").to_string();
+                            let mut parts: Vec<String> =
+                                old.split('/').map(str::to_string).collect();
+                            let idx = (pos as usize).saturating_sub(1).min(parts.len());
+                            parts.insert(idx, value.clone());
+                            parts.join("/")
+                        } else {
+                            value.clone()
+                        };
+                        *v = Value::String(new);
+                        Ok(())
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl ReplacementResource for Resource {
+    fn ids(&self) -> Vec<ResId> {
+        self.all_ids()
+    }
+    fn object(&self) -> &Value {
+        &self.obj
+    }
+    fn object_mut(&mut self) -> &mut Value {
+        &mut self.obj
+    }
+}
+
+/// Runs `replacements:` entries (inline or `{path: file}`).
+pub fn run_replacements(loader: &Loader, m: &mut ResMap, entries: &[Value]) -> Result<()> {
+    let mut reps = Vec::new();
+    for e in entries {
+        let path = e.get("path").and_then(Value::as_str);
+        match path {
+            Some(p) if e.as_map().is_some_and(|mm| mm.len() == 1) => {
+                let text = loader.read_string(p)?;
+                let docs = parse::parse_documents(&text)
+                    .map_err(|err| Error::invalid(format!("{p}: {}", err.message)))?;
+                for d in docs.into_iter().filter(|d| !d.is_null()) {
+                    reps.extend(
+                        replacement::parse_list(&d)
+                            .map_err(|err| Error::invalid(format!("{p}: {err}")))?,
+                    );
+                }
+            }
+            _ => reps.push(replacement::parse_replacement(e).map_err(Error::invalid)?),
+        }
+    }
+    replacement::apply_replacements(m.resources_mut(), &reps).map_err(Error::invalid)
+}
+
+/// `validators:` entries: builtin kustomize has no validators, so every
+/// entry is an external plugin.
+pub fn run_validators(t: &Target, _ra: &mut Accumulator) -> Result<()> {
+    let entries: Vec<&String> = t.kust.validators.iter().collect();
+    let configs = load_configs(t, &entries)?;
+    match configs.first() {
+        Some(cfg) => Err(external_error(t, cfg)),
+        None => Ok(()),
+    }
+}
+
+/// `crds:` entries: OpenAPI definitions whose properties carry
+/// `x-kubernetes-object-ref-kind` / `x-kubernetes-object-ref-name-key`
+/// annotations add name-reference field specs.
+pub fn config_from_crd(loader: &Loader, file: &str) -> Result<TransformerConfig> {
+    let text = loader.read_string(file)?;
+    let docs = parse::parse_documents(&text)
+        .map_err(|e| Error::invalid(format!("{file}: {}", e.message)))?;
+    let mut cfg = TransformerConfig::default();
+    for d in docs {
+        let Some(defs) = d.as_map() else { continue };
+        for (type_name, def) in defs {
+            let kind = type_name
+                .rsplit('.')
+                .next()
+                .unwrap_or(type_name)
+                .to_string();
+            let props = def
+                .get_path(&["Schema", "properties"])
+                .or_else(|| def.get("properties"));
+            if let Some(Value::Map(props)) = props {
+                collect_crd_refs(&kind, props, "", &mut cfg);
+            }
+        }
+    }
+    Ok(cfg)
+}
+
+fn collect_crd_refs(kind: &str, props: &Mapping, prefix: &str, cfg: &mut TransformerConfig) {
+    for (name, p) in props {
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if let Some(ref_kind) = p.str_at(&["x-kubernetes-object-ref-kind"]) {
+            let name_key = p
+                .str_at(&["x-kubernetes-object-ref-name-key"])
+                .unwrap_or("name");
+            let fs = FieldSpec::new(
+                super::resid::Gvk::new("", "", kind),
+                &format!("{path}/{name_key}"),
+                false,
+            );
+            let target = super::resid::Gvk::new("", "", ref_kind);
+            match cfg.name_reference.iter_mut().find(|r| r.gvk == target) {
+                Some(r) => r.referrers.push(fs),
+                None => cfg.name_reference.push(super::fieldspec::NameBackRef {
+                    gvk: target,
+                    referrers: vec![fs],
+                }),
+            }
+        }
+        if let Some(Value::Map(inner)) = p.get("properties") {
+            collect_crd_refs(kind, inner, &path, cfg);
+        }
+    }
+}

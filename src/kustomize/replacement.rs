@@ -1,0 +1,1140 @@
+//! The ReplacementTransformer: `replacements:` in a kustomization and
+//! `kind: ReplacementTransformer` plugin configs.
+//!
+//! Each replacement takes one value from exactly one source resource and
+//! writes it into fields of the selected target resources, in order. Facts
+//! reproduced from kustomize v5.5.0 (checked against `kubectl kustomize`):
+//!
+//! * Source and target ids match with plain equality (no regexes) against
+//!   every id a resource has had (current first, then previous names,
+//!   namespaces and kinds); no namespace equals `default`.
+//! * `reject` drops a resource when any reject selector's id matches any of
+//!   its ids, or its label/annotation selectors match (the two parts of one
+//!   reject selector act independently).
+//! * The source path uses kyaml `PathGetter` rules, target paths use
+//!   `PathMatcher` rules (unanchored regexes in `[key=value]`, `*`); see
+//!   [`crate::kustomize::fieldpath`].
+//! * A missing, null, empty-map or empty-list source field is an error; an
+//!   empty string is a value.
+//! * Writing into an existing scalar keeps that scalar's type and only
+//!   replaces its text: `"42"` into `replicas: 1` gives the integer 42, 7
+//!   into a string field gives `"7"`, text that does not fit the type (a
+//!   word into an integer or null field) fails like go-yaml's decoder, and a
+//!   map or list written into a scalar leaves empty text. Fields made by
+//!   `options.create` are untyped: the text is read as plain YAML (`"42"`
+//!   becomes 42). Maps and lists in the target are replaced by a copy of the
+//!   value whatever its type.
+
+use crate::kustomize::fieldpath::{self, CreateKind, PathElem, Resolved, VisitError};
+use crate::kustomize::resid::ResId;
+use crate::kustomize::selector::{
+    GoDecoder, LabelSelector, Selector, annotations_of, go_quote, join_path, labels_of,
+};
+use crate::kustomize::yaml::Value;
+
+/// The field kustomize reads and writes when none is given.
+pub const DEFAULT_FIELD_PATH: &str = "metadata.name";
+
+/// `options` of a source or target (`types.FieldOptions`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FieldOptions {
+    /// Splits the field's text; `index` picks (source) or replaces (target)
+    /// one part. A negative target index prepends, one past the end appends.
+    pub delimiter: String,
+    pub index: i64,
+    /// Accepted and ignored by kustomize v5.5.
+    pub encoding: String,
+    /// Targets only: make missing fields.
+    pub create: bool,
+}
+
+/// Where the value comes from (`types.SourceSelector`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SourceSelector {
+    /// Only the id fields (group, version, kind, name, namespace) are used.
+    pub id: Selector,
+    /// Empty means [`DEFAULT_FIELD_PATH`].
+    pub field_path: String,
+    pub options: Option<FieldOptions>,
+}
+
+/// Where the value goes (`types.TargetSelector`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TargetSelector {
+    /// `None` is an error when the replacement runs.
+    pub select: Option<Selector>,
+    pub reject: Vec<Selector>,
+    /// Empty means [`DEFAULT_FIELD_PATH`].
+    pub field_paths: Vec<String>,
+    pub options: Option<FieldOptions>,
+}
+
+/// One replacement: a source and its targets.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Replacement {
+    pub source: Option<SourceSelector>,
+    pub targets: Vec<TargetSelector>,
+}
+
+// ---------------------------------------------------------------------------
+// Decoding
+
+const OPTION_FIELDS: &[&str] = &["delimiter", "index", "encoding", "create"];
+const SOURCE_FIELDS: &[&str] = &[
+    "group",
+    "version",
+    "kind",
+    "name",
+    "namespace",
+    "fieldPath",
+    "options",
+];
+const TARGET_FIELDS: &[&str] = &["select", "reject", "fieldPaths", "options"];
+
+fn decode_options(
+    d: GoDecoder,
+    v: &Value,
+    parent: &str,
+    path: &str,
+) -> Result<Option<FieldOptions>, String> {
+    let Some(fields) = d.fields(v, parent, path, "types.FieldOptions", OPTION_FIELDS)? else {
+        return Ok(None);
+    };
+    let mut o = FieldOptions::default();
+    for (f, val) in fields {
+        let p = join_path(path, f);
+        match f {
+            "delimiter" => o.delimiter = d.string(val, "FieldOptions", &p)?,
+            "index" => o.index = d.int(val, "FieldOptions", &p)?,
+            "encoding" => o.encoding = d.string(val, "FieldOptions", &p)?,
+            _ => o.create = d.boolean(val, "FieldOptions", &p)?,
+        }
+    }
+    Ok(Some(o))
+}
+
+fn decode_source(
+    d: GoDecoder,
+    v: &Value,
+    parent: &str,
+    path: &str,
+) -> Result<Option<SourceSelector>, String> {
+    let Some(fields) = d.fields(v, parent, path, "types.SourceSelector", SOURCE_FIELDS)? else {
+        return Ok(None);
+    };
+    let mut s = SourceSelector::default();
+    for (f, val) in fields {
+        match f {
+            "fieldPath" => s.field_path = d.string(val, "SourceSelector", &join_path(path, f))?,
+            "options" => s.options = decode_options(d, val, "SourceSelector", &join_path(path, f))?,
+            _ => {
+                d.id_field(&mut s.id, f, val, "SourceSelector", path)?;
+            }
+        }
+    }
+    Ok(Some(s))
+}
+
+fn decode_target(
+    d: GoDecoder,
+    v: &Value,
+    parent: &str,
+    path: &str,
+) -> Result<TargetSelector, String> {
+    let mut t = TargetSelector::default();
+    let Some(fields) = d.fields(v, parent, path, "types.TargetSelector", TARGET_FIELDS)? else {
+        return Ok(t);
+    };
+    for (f, val) in fields {
+        let p = join_path(path, f);
+        match f {
+            "select" => {
+                t.select = if val.is_null() {
+                    None
+                } else {
+                    Some(d.selector(val, "TargetSelector", &p)?)
+                };
+            }
+            "reject" => {
+                t.reject = match val {
+                    Value::Null => Vec::new(),
+                    Value::Seq(items) => items
+                        .iter()
+                        .map(|i| d.selector(i, "TargetSelector", &p))
+                        .collect::<Result<_, _>>()?,
+                    other => {
+                        return Err(d.mismatch(other, "TargetSelector", &p, "[]*types.Selector"));
+                    }
+                };
+            }
+            "fieldPaths" => t.field_paths = d.string_list(val, "TargetSelector", &p)?,
+            _ => t.options = decode_options(d, val, "TargetSelector", &p)?,
+        }
+    }
+    Ok(t)
+}
+
+/// Decodes one replacement object. `parent`/`path` place it for messages
+/// (`Kustomization`/`replacements`, or empty for a top-level value);
+/// `owner` is the Go struct holding `source` and `targets`. Returns the
+/// replacement and its `path:` field (empty when absent or not allowed).
+fn decode_replacement(
+    d: GoDecoder,
+    v: &Value,
+    parent: &str,
+    path: &str,
+    owner: &str,
+    with_path: bool,
+) -> Result<(Replacement, String), String> {
+    let (allowed, type_name): (&[&'static str], &str) = if with_path {
+        (&["path", "source", "targets"], "types.ReplacementField")
+    } else {
+        (&["source", "targets"], "types.Replacement")
+    };
+    let mut r = Replacement::default();
+    let mut file = String::new();
+    let Some(fields) = d.fields(v, parent, path, type_name, allowed)? else {
+        return Ok((r, file));
+    };
+    for (f, val) in fields {
+        let p = join_path(path, f);
+        match f {
+            "path" => file = d.string(val, owner, &p)?,
+            "source" => r.source = decode_source(d, val, owner, &p)?,
+            _ => {
+                r.targets = match val {
+                    Value::Null => Vec::new(),
+                    Value::Seq(items) => items
+                        .iter()
+                        .map(|i| decode_target(d, i, owner, &p))
+                        .collect::<Result<_, _>>()?,
+                    other => return Err(d.mismatch(other, owner, &p, "[]*types.TargetSelector")),
+                };
+            }
+        }
+    }
+    Ok((r, file))
+}
+
+fn inline_only(r: Replacement, file: String) -> Result<Replacement, String> {
+    if file.is_empty() {
+        return Ok(r);
+    }
+    if r.source.is_some() || !r.targets.is_empty() {
+        return Err("cannot specify both path and inline replacement".to_string());
+    }
+    Err(format!(
+        "replacement file '{file}' must be loaded before parsing"
+    ))
+}
+
+/// Parses one inline `replacements:` entry of a kustomization, strictly
+/// (unknown fields and wrong types are errors worded like Go's JSON
+/// decoder; the caller may prefix `invalid Kustomization: `). An entry
+/// with both `path` and inline content is an error; a `path`-only entry
+/// must be loaded by the caller and passed to [`parse_list`].
+pub fn parse_replacement(v: &Value) -> Result<Replacement, String> {
+    let (r, file) = decode_replacement(
+        GoDecoder::STRICT,
+        v,
+        "Kustomization",
+        "replacements",
+        "ReplacementField",
+        true,
+    )?;
+    inline_only(r, file)
+}
+
+/// Parses one entry of a `ReplacementTransformer` config's `replacements`
+/// list; like [`parse_replacement`] but unknown fields are ignored, as
+/// kustomize reads plugin configs.
+pub fn parse_replacement_lenient(v: &Value) -> Result<Replacement, String> {
+    let (r, file) = decode_replacement(
+        GoDecoder::LENIENT,
+        v,
+        "ReplacementTransformerPlugin",
+        "replacements",
+        "ReplacementField",
+        true,
+    )?;
+    inline_only(r, file)
+}
+
+/// Parses the content of a replacement file (`replacements: [{path: f}]`):
+/// one replacement (a map) or a list of them. Unknown fields are ignored,
+/// as kustomize reads these files leniently.
+pub fn parse_list(v: &Value) -> Result<Vec<Replacement>, String> {
+    let d = GoDecoder::LENIENT;
+    let one = |item: &Value| -> Result<Replacement, String> {
+        decode_replacement(d, item, "", "", "Replacement", false).map(|(r, _)| r)
+    };
+    match v {
+        Value::Seq(items) => items.iter().map(one).collect(),
+        Value::Map(_) => Ok(vec![one(v)?]),
+        other => {
+            let kind = match other {
+                Value::Null => "invalid",
+                Value::Bool(_) => "bool",
+                Value::String(_) => "string",
+                _ => "float64",
+            };
+            Err(format!(
+                "unsupported replacement type encountered within replacement path: {kind}"
+            ))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Applying
+
+/// A resource as the replacement step sees it.
+pub trait ReplacementResource {
+    /// The current id first, then the ids the resource had before name,
+    /// namespace or kind changes.
+    fn ids(&self) -> Vec<ResId>;
+    /// The resource document.
+    fn object(&self) -> &Value;
+    /// The resource document, for writing targets.
+    fn object_mut(&mut self) -> &mut Value;
+}
+
+/// The YAML type a scalar node carries (its resolved tag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tag {
+    Str,
+    Int,
+    Float,
+    Bool,
+    Null,
+}
+
+impl Tag {
+    fn of(v: &Value) -> Option<Tag> {
+        Some(match v {
+            Value::String(_) => Tag::Str,
+            Value::Int(_) | Value::UInt(_) => Tag::Int,
+            Value::Float(_) => Tag::Float,
+            Value::Bool(_) => Tag::Bool,
+            Value::Null => Tag::Null,
+            Value::Map(_) | Value::Seq(_) => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Tag::Str => "!!str",
+            Tag::Int => "!!int",
+            Tag::Float => "!!float",
+            Tag::Bool => "!!bool",
+            Tag::Null => "!!null",
+        }
+    }
+}
+
+/// The value of a scalar node with type `tag` (`None`: untyped) whose text
+/// became `text`, as kustomize's YAML -> JSON step decodes it.
+fn coerce(tag: Option<Tag>, text: &str) -> Result<Value, String> {
+    let Some(tag) = tag else {
+        return Ok(fieldpath::resolve_value(text));
+    };
+    if tag == Tag::Str {
+        return Ok(Value::String(text.to_string()));
+    }
+    let r = fieldpath::resolve_scalar(text, false);
+    match (tag, &r) {
+        (Tag::Int, Resolved::Int(i)) => Ok(Value::Int(*i)),
+        (Tag::Int, Resolved::UInt(u)) => Ok(Value::UInt(*u)),
+        (Tag::Float, Resolved::Float(f)) => Ok(Value::Float(*f)),
+        (Tag::Float, Resolved::Int(i)) => Ok(Value::Float(*i as f64)),
+        (Tag::Float, Resolved::UInt(u)) => Ok(Value::Float(*u as f64)),
+        (Tag::Bool, Resolved::Bool(b)) => Ok(Value::Bool(*b)),
+        (Tag::Null, Resolved::Null) => Ok(Value::Null),
+        _ => Err(format!(
+            "map[string]interface {{}}(nil): yaml: cannot decode {} `{}` as a {}",
+            r.tag_name(),
+            text,
+            tag.name()
+        )),
+    }
+}
+
+/// The value taken from the source.
+#[derive(Clone, Debug)]
+enum ReplValue {
+    /// A scalar: its type, its text, and the typed value when unchanged.
+    Scalar {
+        tag: Tag,
+        text: String,
+        typed: Option<Value>,
+    },
+    /// A map or list.
+    Complex(Value),
+}
+
+impl ReplValue {
+    fn from_value(v: &Value) -> ReplValue {
+        match Tag::of(v) {
+            Some(tag) => ReplValue::Scalar {
+                tag,
+                text: fieldpath::scalar_text(v),
+                typed: Some(v.clone()),
+            },
+            None => ReplValue::Complex(v.clone()),
+        }
+    }
+
+    /// The node text (empty for maps and lists).
+    fn text(&self) -> &str {
+        match self {
+            ReplValue::Scalar { text, .. } => text,
+            ReplValue::Complex(_) => "",
+        }
+    }
+
+    fn create_kind(&self) -> CreateKind {
+        match self {
+            ReplValue::Scalar { .. } => CreateKind::Scalar,
+            ReplValue::Complex(v) => CreateKind::of(v),
+        }
+    }
+
+    /// The whole value, for replacing a map or list target.
+    fn typed(&self) -> Result<Value, String> {
+        match self {
+            ReplValue::Scalar { typed: Some(v), .. } => Ok(v.clone()),
+            ReplValue::Scalar { tag, text, .. } => coerce(Some(*tag), text),
+            ReplValue::Complex(v) => Ok(v.clone()),
+        }
+    }
+}
+
+/// Applies the replacements in order to `resources`.
+pub fn apply_replacements<R: ReplacementResource>(
+    resources: &mut [R],
+    reps: &[Replacement],
+) -> Result<(), String> {
+    for r in reps {
+        let source = match &r.source {
+            Some(s) if !r.targets.is_empty() => s,
+            _ => {
+                return Err(
+                    "replacements must specify a source and at least one target".to_string()
+                );
+            }
+        };
+        let value = source_value(resources, source)?;
+        for t in &r.targets {
+            apply_target(resources, &value, t)?;
+        }
+    }
+    Ok(())
+}
+
+fn source_value<R: ReplacementResource>(
+    resources: &[R],
+    src: &SourceSelector,
+) -> Result<ReplValue, String> {
+    let mut found: Option<&R> = None;
+    for res in resources {
+        if res.ids().iter().any(|id| src.id.selects_id(id)) {
+            if found.is_some() {
+                return Err(format!(
+                    "multiple matches for selector {}",
+                    src.id.id_string()
+                ));
+            }
+            found = Some(res);
+        }
+    }
+    let res = found.ok_or_else(|| format!("nothing selected by {}", src.id.id_string()))?;
+    let fp = if src.field_path.is_empty() {
+        DEFAULT_FIELD_PATH
+    } else {
+        &src.field_path
+    };
+    let node = fieldpath::get(res.object(), fp)
+        .map_err(|e| format!("error looking up replacement source: {e}"))?;
+    let node = match node {
+        None | Some(Value::Null) => None,
+        Some(Value::Map(m)) if m.is_empty() => None,
+        Some(Value::Seq(s)) if s.is_empty() => None,
+        Some(v) => Some(v),
+    };
+    let Some(node) = node else {
+        return Err(format!(
+            "fieldPath `{fp}` is missing for replacement source {}",
+            src.id.id_string()
+        ));
+    };
+    let value = ReplValue::from_value(node);
+    let Some(opts) = src.options.as_ref().filter(|o| !o.delimiter.is_empty()) else {
+        return Ok(value);
+    };
+    let ReplValue::Scalar { tag, text, .. } = value else {
+        return Err("delimiter option can only be used with scalar nodes".to_string());
+    };
+    let parts: Vec<&str> = text.split(opts.delimiter.as_str()).collect();
+    let part = usize::try_from(opts.index).ok().and_then(|i| parts.get(i));
+    match part {
+        Some(p) => Ok(ReplValue::Scalar {
+            tag,
+            text: (*p).to_string(),
+            typed: None,
+        }),
+        None => Err(format!(
+            "options.index {} is out of bounds for value {text}",
+            opts.index
+        )),
+    }
+}
+
+/// Label and annotation selectors of one selector, parsed once; parse
+/// errors surface when the selector is first used, as in kustomize.
+struct MetaSelector {
+    annotations: Result<LabelSelector, String>,
+    labels: Result<LabelSelector, String>,
+}
+
+impl MetaSelector {
+    fn new(s: &Selector) -> MetaSelector {
+        MetaSelector {
+            annotations: LabelSelector::parse(&s.annotation_selector),
+            labels: LabelSelector::parse(&s.label_selector),
+        }
+    }
+
+    fn matches(&self, obj: &Value) -> Result<bool, String> {
+        let anno = self
+            .annotations
+            .as_ref()
+            .map_err(Clone::clone)?
+            .matches(annotations_of(obj));
+        let labels = self
+            .labels
+            .as_ref()
+            .map_err(Clone::clone)?
+            .matches(labels_of(obj));
+        Ok(anno && labels)
+    }
+}
+
+fn apply_target<R: ReplacementResource>(
+    resources: &mut [R],
+    value: &ReplValue,
+    t: &TargetSelector,
+) -> Result<(), String> {
+    let select = t
+        .select
+        .as_ref()
+        .ok_or_else(|| "target must specify resources to select".to_string())?;
+    let paths: Vec<(String, Vec<PathElem>)> = if t.field_paths.is_empty() {
+        vec![DEFAULT_FIELD_PATH.to_string()]
+    } else {
+        t.field_paths.clone()
+    }
+    .into_iter()
+    .map(|fp| fieldpath::parse_dotted(&fp).map(|p| (fp, p)))
+    .collect::<Result<_, _>>()?;
+    let select_meta = MetaSelector::new(select);
+    let reject_meta: Vec<Option<MetaSelector>> = t
+        .reject
+        .iter()
+        .map(|r| {
+            (!r.annotation_selector.is_empty() || !r.label_selector.is_empty())
+                .then(|| MetaSelector::new(r))
+        })
+        .collect();
+    for res in resources.iter_mut() {
+        let obj = res.object();
+        if !select_meta.matches(obj)? {
+            continue;
+        }
+        let mut rejected = false;
+        for meta in reject_meta.iter().flatten() {
+            if meta.matches(obj)? {
+                rejected = true;
+                break;
+            }
+        }
+        if rejected {
+            continue;
+        }
+        let ids = res.ids();
+        let selected = ids.iter().any(|id| select.selects_id(id));
+        let rejected_by_id = t
+            .reject
+            .iter()
+            .any(|r| !r.id_is_empty() && ids.iter().any(|id| r.selects_id(id)));
+        if selected && !rejected_by_id {
+            copy_to_target(res.object_mut(), value, t.options.as_ref(), &paths)?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_to_target(
+    obj: &mut Value,
+    value: &ReplValue,
+    options: Option<&FieldOptions>,
+    paths: &[(String, Vec<PathElem>)],
+) -> Result<(), String> {
+    let create = options.is_some_and(|o| o.create);
+    for (fp, path) in paths {
+        let not_found = if create {
+            format!(
+                "unable to find or create field {} in replacement target",
+                go_quote(fp)
+            )
+        } else {
+            format!(
+                "unable to find field {} in replacement target",
+                go_quote(fp)
+            )
+        };
+        let kind = create.then(|| value.create_kind());
+        let mut f =
+            |node: &mut Value, untyped: bool| set_field_value(node, untyped, value, options);
+        match fieldpath::visit_matches(obj, path, kind, &mut f) {
+            Ok(0) => return Err(not_found),
+            Ok(_) => {}
+            Err(VisitError::Path(e)) => return Err(format!("{not_found}: {e}")),
+            Err(VisitError::Apply(e)) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `value` into one target node (kustomize's `setFieldValue`).
+fn set_field_value(
+    node: &mut Value,
+    untyped: bool,
+    value: &ReplValue,
+    options: Option<&FieldOptions>,
+) -> Result<(), String> {
+    let scalar_target = !matches!(node, Value::Map(_) | Value::Seq(_));
+    let mut text = None;
+    if let Some(o) = options.filter(|o| !o.delimiter.is_empty()) {
+        if !scalar_target {
+            return Err("delimiter option can only be used with scalar nodes".to_string());
+        }
+        let current = fieldpath::scalar_text(node);
+        let mut parts: Vec<&str> = current.split(o.delimiter.as_str()).collect();
+        let v = value.text();
+        match usize::try_from(o.index) {
+            Err(_) => parts.insert(0, v),
+            Ok(i) => match parts.get_mut(i) {
+                Some(slot) => *slot = v,
+                None => parts.push(v),
+            },
+        }
+        text = Some(parts.join(&o.delimiter));
+    }
+    if scalar_target {
+        let text = text.as_deref().unwrap_or(value.text());
+        let tag = if untyped { None } else { Tag::of(node) };
+        *node = coerce(tag, text)?;
+    } else {
+        *node = value.typed()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kustomize::fieldpath::testutil::flow;
+    use crate::kustomize::resid::Gvk;
+
+    #[derive(Debug)]
+    struct Res {
+        prev: Vec<ResId>,
+        obj: Value,
+    }
+
+    impl ReplacementResource for Res {
+        fn ids(&self) -> Vec<ResId> {
+            let o = &self.obj;
+            let gvk = Gvk::from_api_version(
+                o.str_at(&["apiVersion"]).unwrap_or(""),
+                o.str_at(&["kind"]).unwrap_or(""),
+            );
+            let mut ids = vec![ResId::new(
+                gvk,
+                o.str_at(&["metadata", "name"]).unwrap_or(""),
+                o.str_at(&["metadata", "namespace"]).unwrap_or(""),
+            )];
+            ids.extend(self.prev.iter().cloned());
+            ids
+        }
+        fn object(&self) -> &Value {
+            &self.obj
+        }
+        fn object_mut(&mut self) -> &mut Value {
+            &mut self.obj
+        }
+    }
+
+    fn res(docs: &[&str]) -> Vec<Res> {
+        docs.iter()
+            .map(|d| Res {
+                prev: Vec::new(),
+                obj: flow(d),
+            })
+            .collect()
+    }
+
+    fn reps(text: &str) -> Vec<Replacement> {
+        let v = flow(text);
+        let items = v.as_seq().cloned().unwrap_or_default();
+        items
+            .iter()
+            .map(|i| parse_replacement(i).unwrap_or_else(|e| panic!("{e}")))
+            .collect()
+    }
+
+    fn run(docs: &[&str], r: &str) -> Result<Vec<Value>, String> {
+        let mut rs = res(docs);
+        apply_replacements(&mut rs, &reps(r))?;
+        Ok(rs.into_iter().map(|r| r.obj).collect())
+    }
+
+    fn data(v: &[Value], i: usize) -> Value {
+        v.get(i)
+            .and_then(|o| o.get("data"))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    const SRC: &str = "{apiVersion: v1, kind: ConfigMap, metadata: {name: src}, data: \
+        {str: hello, num: '42', ival: 7, bval: true, m: {x: 1}, l: [1, 2], nul: null, empty: '', \
+        em: {}, img: 'registry.io/team/app:1.2.3', f: 3.0}}";
+    const TGT: &str = "{apiVersion: v1, kind: ConfigMap, metadata: {name: t}, data: \
+        {i: 1, n: null, b: true, f: 1.5, s: x, a: x-y-z, e: '', m: {k: v}, prim: [x1, x2, y1]}}";
+
+    fn one(src_field: &str, target: &str) -> Result<Value, String> {
+        let r = format!(
+            "[{{source: {{kind: ConfigMap, name: src, fieldPath: {src_field}}}, targets: [{target}]}}]"
+        );
+        run(&[SRC, TGT], &r).map(|v| data(&v, 1))
+    }
+
+    fn tdata(with: &str) -> Value {
+        let mut d = flow(TGT).get("data").cloned().unwrap_or_default();
+        if let (Some(m), Value::Map(extra)) = (d.as_map_mut(), flow(with)) {
+            for (k, v) in extra {
+                m.insert(k, v);
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn scalar_targets_keep_their_type() {
+        // Oracle: "42" into an int field stays an int; 7 into a string is "7".
+        let t = "{select: {name: t}, fieldPaths: [data.i, data.s]}";
+        assert_eq!(one("data.num", t), Ok(tdata("{i: 42, s: '42'}")));
+        assert_eq!(one("data.ival", t), Ok(tdata("{i: 7, s: '7'}")));
+        let t = "{select: {name: t}, fieldPaths: [data.f]}";
+        assert_eq!(one("data.ival", t), Ok(tdata("{f: 7.0}")));
+        // A map written into a scalar leaves empty text (null stays null).
+        let t = "{select: {name: t}, fieldPaths: [data.s, data.n]}";
+        assert_eq!(one("data.m", t), Ok(tdata("{s: '', n: null}")));
+        // Maps and lists are replaced whatever the value.
+        let t = "{select: {name: t}, fieldPaths: [data.m]}";
+        assert_eq!(one("data.ival", t), Ok(tdata("{m: 7}")));
+        assert_eq!(one("data.l", t), Ok(tdata("{m: [1, 2]}")));
+    }
+
+    #[test]
+    fn type_mismatches_fail_like_go_yaml() {
+        let t = |f: &str| format!("{{select: {{name: t}}, fieldPaths: [{f}]}}");
+        assert_eq!(
+            one("data.str", &t("data.n")),
+            Err(
+                "map[string]interface {}(nil): yaml: cannot decode !!str `hello` as a !!null"
+                    .into()
+            )
+        );
+        assert_eq!(
+            one("data.str", &t("data.i")),
+            Err(
+                "map[string]interface {}(nil): yaml: cannot decode !!str `hello` as a !!int".into()
+            )
+        );
+        assert_eq!(
+            one("data.empty", &t("data.f")),
+            Err("map[string]interface {}(nil): yaml: cannot decode !!null `` as a !!float".into())
+        );
+        assert!(one("data.num", &t("data.b")).is_err());
+    }
+
+    #[test]
+    fn created_fields_are_untyped() {
+        // Oracle: created fields read the text as plain YAML.
+        let t = "{select: {name: t}, fieldPaths: [data.c1, data.c2.x], options: {create: true}}";
+        assert_eq!(one("data.num", t), Ok(tdata("{c1: 42, c2: {x: 42}}")));
+        assert_eq!(one("data.bval", t), Ok(tdata("{c1: true, c2: {x: true}}")));
+        assert_eq!(one("data.empty", t), Ok(tdata("{c1: null, c2: {x: null}}")));
+        assert_eq!(one("data.m", t), Ok(tdata("{c1: {x: 1}, c2: {x: {x: 1}}}")));
+        // Appended list elements too; an existing null on the way swallows
+        // the write silently.
+        let t = "{select: {name: t}, fieldPaths: ['data.prim.[=q]', data.n.deep, data.seq.0], options: {create: true}}";
+        assert_eq!(
+            one("data.num", t),
+            Ok(tdata("{prim: [x1, x2, y1, 42], seq: [42]}"))
+        );
+    }
+
+    #[test]
+    fn delimiters_on_source_and_target() {
+        // Oracle results for "x-y-z" targets.
+        let t = |opts: &str, f: &str| {
+            format!("{{select: {{name: t}}, fieldPaths: [{f}], options: {opts}}}")
+        };
+        let src = "data.img, options: {delimiter: /, index: 2}";
+        assert_eq!(
+            one(src, &t("{delimiter: '-', index: 1}", "data.a")),
+            Ok(tdata("{a: x-app:1.2.3-z}"))
+        );
+        assert_eq!(
+            one(src, &t("{delimiter: '-', index: -1}", "data.a")),
+            Ok(tdata("{a: app:1.2.3-x-y-z}"))
+        );
+        assert_eq!(
+            one(src, &t("{delimiter: '-', index: 7}", "data.a, data.e")),
+            Ok(tdata("{a: x-y-z-app:1.2.3, e: -app:1.2.3}"))
+        );
+        assert_eq!(
+            one(src, &t("{delimiter: '-', create: true}", "data.new")),
+            Ok(tdata("{new: 'app:1.2.3'}"))
+        );
+        // "1" split on "0" -> ["1"]; index 0 replaced -> "7", still an int.
+        assert_eq!(
+            one("data.ival", &t("{delimiter: '0'}", "data.i")),
+            Ok(tdata("{i: 7}"))
+        );
+        assert_eq!(
+            one(
+                "data.img, options: {delimiter: /, index: 3}",
+                &t("{}", "data.a")
+            ),
+            Err("options.index 3 is out of bounds for value registry.io/team/app:1.2.3".into())
+        );
+        assert_eq!(
+            one("data.img", &t("{delimiter: '-'}", "data.m")),
+            Err("delimiter option can only be used with scalar nodes".into())
+        );
+        assert_eq!(
+            one("data.m, options: {delimiter: '-'}", &t("{}", "data.a")),
+            Err("delimiter option can only be used with scalar nodes".into())
+        );
+    }
+
+    #[test]
+    fn delimiter_keeps_int_type() {
+        let docs = [
+            SRC,
+            "{apiVersion: v1, kind: ConfigMap, metadata: {name: t}, data: {i: 10}}",
+        ];
+        let r = "[{source: {name: src, fieldPath: data.ival}, targets: [{select: {name: t}, fieldPaths: [data.i], options: {delimiter: '0', index: 0}}]}]";
+        assert_eq!(run(&docs, r).map(|v| data(&v, 1)), Ok(flow("{i: 70}")));
+    }
+
+    #[test]
+    fn source_errors() {
+        let t = "{select: {name: t}, fieldPaths: [data.a]}";
+        for f in ["data.nul", "data.em", "data.l.5", "data.missing.deep"] {
+            assert_eq!(
+                one(f, t),
+                Err(format!(
+                    "fieldPath `{f}` is missing for replacement source ConfigMap.[noVer].[noGrp]/src.[noNs]"
+                ))
+            );
+        }
+        assert_eq!(one("data.empty", t), Ok(tdata("{a: ''}")));
+        let e = one("'data.[x=y]'", t).err().unwrap_or_default();
+        assert!(
+            e.starts_with("error looking up replacement source: wrong node kind: expected SequenceNode but got MappingNode"),
+            "{e}"
+        );
+        let docs = [SRC, TGT];
+        assert_eq!(
+            run(
+                &docs,
+                "[{source: {kind: ConfigMap}, targets: [{select: {}}]}]"
+            ),
+            Err("multiple matches for selector ConfigMap.[noVer].[noGrp]/[noName].[noNs]".into())
+        );
+        assert_eq!(
+            run(
+                &docs,
+                "[{source: {kind: ConfigMap, version: v1, name: nope, namespace: x}, targets: [{select: {}}]}]"
+            ),
+            Err("nothing selected by ConfigMap.v1.[noGrp]/nope.x".into())
+        );
+        assert_eq!(
+            run(&docs, "[{source: {name: src}, targets: []}]"),
+            Err("replacements must specify a source and at least one target".into())
+        );
+        assert_eq!(
+            run(&docs, "[{targets: [{select: {}}]}]"),
+            Err("replacements must specify a source and at least one target".into())
+        );
+        assert_eq!(
+            run(
+                &docs,
+                "[{source: {name: src}, targets: [{fieldPaths: [a]}]}]"
+            ),
+            Err("target must specify resources to select".into())
+        );
+    }
+
+    #[test]
+    fn target_path_errors() {
+        let t = |f: &str, create: bool| {
+            format!("{{select: {{name: t}}, fieldPaths: ['{f}'], options: {{create: {create}}}}}")
+        };
+        assert_eq!(
+            one("data.str", &t("data.nothere", false)),
+            Err("unable to find field \"data.nothere\" in replacement target".into())
+        );
+        assert_eq!(
+            one("data.str", &t("data.prim.5", false)),
+            Err("unable to find field \"data.prim.5\" in replacement target: index 5 specified but only 3 elements found".into())
+        );
+        assert_eq!(
+            one("data.str", &t("data.[plain]", false)),
+            Err("unable to find field \"data.[plain]\" in replacement target: list path element must contain fieldName=fieldValue for element to match".into())
+        );
+        let e = one("data.str", &t("data.m.*", true))
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.starts_with("unable to find or create field \"data.m.*\" in replacement target: wrong node kind: expected SequenceNode but got MappingNode"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn default_field_paths_and_selection() {
+        // Oracle: source defaults to metadata.name; targets too.
+        let docs = [
+            "{apiVersion: apps/v1, kind: Deployment, metadata: {name: dep}}",
+            "{apiVersion: apps/v1, kind: Deployment, metadata: {name: dep2, namespace: other}}",
+            "{apiVersion: v1, kind: Namespace, metadata: {name: nsx}}",
+        ];
+        let out = run(
+            &docs,
+            "[{source: {group: apps, kind: Deployment, name: dep}, targets: [{select: {kind: Deployment}}]}]",
+        );
+        let names: Vec<String> = out
+            .unwrap_or_default()
+            .iter()
+            .map(|o| o.str_at(&["metadata", "name"]).unwrap_or("").to_string())
+            .collect();
+        assert_eq!(names, vec!["dep", "dep", "nsx"]);
+        // Names are not regexes; `default` matches no namespace.
+        let out = run(
+            &docs,
+            "[{source: {name: dep, fieldPath: metadata.name}, targets: [\
+              {select: {name: 'dep.*'}, fieldPaths: [metadata.annotations.x], options: {create: true}}, \
+              {select: {namespace: default}, fieldPaths: [metadata.annotations.y], options: {create: true}}]}]",
+        )
+        .unwrap_or_default();
+        let annos: Vec<Value> = out
+            .iter()
+            .map(|o| {
+                o.get_path(&["metadata", "annotations"])
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(annos, vec![flow("{y: dep}"), Value::Null, flow("{y: dep}")]);
+    }
+
+    #[test]
+    fn reject_uses_all_ids_and_labels() {
+        // Oracle: base renamed with namePrefix p-; rejects see old names.
+        let mut rs = res(&[
+            "{apiVersion: v1, kind: ConfigMap, metadata: {name: p-src}, data: {v: NEW}}",
+            "{apiVersion: apps/v1, kind: Deployment, metadata: {name: p-dep}}",
+            "{apiVersion: apps/v1, kind: Deployment, metadata: {name: p-dep2, labels: {app: a}}}",
+        ]);
+        for (r, old) in rs.iter_mut().zip(["src", "dep", "dep2"]) {
+            let mut id = r.ids().remove(0);
+            id.name = old.to_string();
+            r.prev.push(id);
+        }
+        let list = reps(
+            "[{source: {kind: ConfigMap, name: src, fieldPath: data.v}, targets: [\
+              {select: {kind: Deployment}, reject: [{name: dep}], fieldPaths: [metadata.annotations.a], options: {create: true}}, \
+              {select: {name: dep2}, reject: [{name: p-dep}], fieldPaths: [metadata.annotations.b], options: {create: true}}, \
+              {select: {name: p-dep}, reject: [{}], fieldPaths: [metadata.annotations.c], options: {create: true}}, \
+              {select: {}, reject: [{name: nothing, labelSelector: app=a}], fieldPaths: [metadata.annotations.d], options: {create: true}}]}]",
+        );
+        assert_eq!(apply_replacements(&mut rs, &list), Ok(()));
+        let annos: Vec<Value> = rs
+            .iter()
+            .map(|o| {
+                o.obj
+                    .get_path(&["metadata", "annotations"])
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(
+            annos,
+            vec![
+                flow("{d: NEW}"),
+                flow("{c: NEW, d: NEW}"),
+                flow("{a: NEW, b: NEW}")
+            ]
+        );
+    }
+
+    #[test]
+    fn label_selector_errors_surface() {
+        let docs = [SRC, TGT];
+        assert_eq!(
+            run(
+                &docs,
+                "[{source: {name: src}, targets: [{select: {labelSelector: 'a b'}}]}]"
+            ),
+            Err(
+                "unable to parse requirement: found 'b', expected: '=', '!=', '==', 'in', notin'"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn regex_list_selectors_in_targets() {
+        let docs = [
+            "{apiVersion: v1, kind: ConfigMap, metadata: {name: src}, data: {v: hello}}",
+            "{apiVersion: apps/v1, kind: Deployment, metadata: {name: dep}, spec: {containers: [\
+              {name: nginx, image: 'nginx:1.0', env: [{name: A, value: '1'}]}, {name: nginx-side, image: 'side:2', env: [{name: A, value: '3'}]}, \
+              {name: other, image: 'other:3'}]}}",
+        ];
+        let out = run(
+            &docs,
+            "[{source: {name: src, fieldPath: data.v}, targets: [{select: {kind: Deployment}, fieldPaths: \
+              ['spec.containers.[name=nginx].image', 'spec.containers.*.env.[name=A].value']}]}]",
+        );
+        let want = flow(
+            "{apiVersion: apps/v1, kind: Deployment, metadata: {name: dep}, spec: {containers: [\
+              {name: nginx, image: hello, env: [{name: A, value: hello}]}, {name: nginx-side, image: hello, env: [{name: A, value: hello}]}, \
+              {name: other, image: 'other:3'}]}}",
+        );
+        assert_eq!(out.ok().and_then(|v| v.get(1).cloned()), Some(want));
+    }
+
+    #[test]
+    fn replacements_run_in_order() {
+        let docs = [
+            "{apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {v: one}}",
+            "{apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {v: two}}",
+        ];
+        let out = run(
+            &docs,
+            "[{source: {name: a, fieldPath: data.v}, targets: [{select: {name: b}, fieldPaths: [data.v]}]}, \
+              {source: {name: b, fieldPath: data.v}, targets: [{select: {name: a}, fieldPaths: [data.w]}]}]",
+        );
+        assert_eq!(
+            out.map(|v| (data(&v, 0), data(&v, 1))).err(),
+            Some("unable to find field \"data.w\" in replacement target".into())
+        );
+        let out = run(
+            &docs,
+            "[{source: {name: a, fieldPath: data.v}, targets: [{select: {name: b}, fieldPaths: [data.v]}]}, \
+              {source: {name: b, fieldPath: data.v}, targets: [{select: {name: a}, fieldPaths: [data.w], options: {create: true}}]}]",
+        );
+        assert_eq!(
+            out.map(|v| (data(&v, 0), data(&v, 1))),
+            Ok((flow("{v: one, w: one}"), flow("{v: one}")))
+        );
+    }
+
+    #[test]
+    fn strict_parse_errors() {
+        let p = |t: &str| parse_replacement(&flow(t)).err();
+        assert_eq!(
+            p("{source: {kind: ConfigMap, labelSelector: a=b}, targets: []}"),
+            Some("json: unknown field \"labelSelector\"".into())
+        );
+        assert_eq!(
+            p("{source: {name: src}, targets: [{select: {kind: x, bogus: 1}}]}"),
+            Some("json: unknown field \"bogus\"".into())
+        );
+        assert_eq!(
+            p("{source: {name: src}, targets: [{select: {}, fieldPath: x}]}"),
+            Some("json: unknown field \"fieldPath\"".into())
+        );
+        assert_eq!(
+            p("{source: {options: {index: '1'}}, targets: []}"),
+            Some("json: cannot unmarshal string into Go struct field FieldOptions.replacements.source.options.index of type int".into())
+        );
+        assert_eq!(
+            p("{source: {}, targets: [{select: {}, fieldPaths: metadata.name}]}"),
+            Some("json: cannot unmarshal string into Go struct field TargetSelector.replacements.targets.fieldPaths of type []string".into())
+        );
+        assert_eq!(
+            p("{source: {}, targets: [{select: {group: 5}, fieldPaths: [5]}]}"),
+            Some("json: cannot unmarshal number into Go struct field TargetSelector.replacements.targets.fieldPaths of type string".into())
+        );
+        assert_eq!(
+            p("{source: {kind: 5, fieldPath: 5}, targets: []}"),
+            Some("json: cannot unmarshal number into Go struct field SourceSelector.replacements.source.fieldPath of type string".into())
+        );
+        assert_eq!(
+            p("{source: {}, targets: {select: {}}}"),
+            Some("json: cannot unmarshal object into Go struct field ReplacementField.replacements.targets of type []*types.TargetSelector".into())
+        );
+        assert_eq!(
+            p("{source: [a], targets: []}"),
+            Some("json: cannot unmarshal array into Go struct field ReplacementField.replacements.source of type types.SourceSelector".into())
+        );
+        assert_eq!(
+            p("{source: {}, targets: [{select: {}, reject: {kind: x}}]}"),
+            Some("json: cannot unmarshal object into Go struct field TargetSelector.replacements.targets.reject of type []*types.Selector".into())
+        );
+        assert_eq!(
+            p("{source: {options: {delimiter: 5, index: 1.5}}, targets: []}"),
+            Some("json: cannot unmarshal number into Go struct field FieldOptions.replacements.source.options.delimiter of type string".into())
+        );
+        assert_eq!(
+            p("{path: r.yaml, source: {kind: ConfigMap}}"),
+            Some("cannot specify both path and inline replacement".into())
+        );
+        assert!(p("x").is_some());
+        // Accepted: options.encoding, index given as 1.0, case-insensitive keys.
+        let r = parse_replacement(&flow(
+            "{Source: {Kind: ConfigMap, options: {encoding: base64, index: 1.0}}, targets: [{select: {}}]}",
+        ));
+        let src = r.ok().and_then(|r| r.source).unwrap_or_default();
+        assert_eq!(src.id.kind, "ConfigMap");
+        assert_eq!(src.options.map(|o| o.index), Some(1));
+    }
+
+    #[test]
+    fn lenient_file_parsing() {
+        let one = flow("{source: {kind: ConfigMap, bogus: 1}, targets: [{select: {name: dep}}]}");
+        assert_eq!(parse_list(&one).map(|l| l.len()), Ok(1));
+        let many = flow(
+            "[{source: {kind: A}, targets: [{select: {}}]}, {source: {kind: B}, targets: [{select: {}}]}]",
+        );
+        assert_eq!(parse_list(&many).map(|l| l.len()), Ok(2));
+        assert_eq!(
+            parse_list(&Value::from("x")),
+            Err("unsupported replacement type encountered within replacement path: string".into())
+        );
+        assert_eq!(
+            parse_list(&flow("{source: {kind: 5}}")),
+            Err("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal number into Go struct field SourceSelector.source.kind of type string".into())
+        );
+        assert!(
+            parse_replacement_lenient(&flow("{source: {kind: A, x: 1}, targets: [{select: {}}]}"))
+                .is_ok()
+        );
+    }
+}

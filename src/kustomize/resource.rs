@@ -1,0 +1,341 @@
+//! Resources under build and the ordered list that holds them.
+
+use std::collections::HashMap;
+
+use super::error::{Error, Result};
+use super::openapi::Schema;
+use super::resid::{Gvk, ResId};
+use super::yaml::{Mapping, Value};
+
+/// kustomize's stand-in namespace for cluster-scoped ids.
+pub const NON_NAMESPACEABLE: &str = "_non_namespaceable_";
+
+/// How a generated resource combines with an existing one of the same id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Behavior {
+    #[default]
+    Create,
+    Merge,
+    Replace,
+}
+
+impl Behavior {
+    pub fn parse(s: &str) -> Result<Behavior> {
+        match s {
+            "" | "create" => Ok(Behavior::Create),
+            "merge" => Ok(Behavior::Merge),
+            "replace" => Ok(Behavior::Replace),
+            other => Err(Error::invalid(format!(
+                "invalid generator behavior '{other}': must be create, merge or replace"
+            ))),
+        }
+    }
+}
+
+/// Where a resource came from (for `buildMetadata: [originAnnotations]`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Origin {
+    /// Path relative to the top-level kustomization root.
+    pub path: String,
+    /// For generated resources: the generator's kind and the file configuring it.
+    pub config_kind: String,
+    pub config_path: String,
+}
+
+/// One resource plus the bookkeeping kustomize keeps beside it.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Resource {
+    /// The object itself (a map).
+    pub obj: Value,
+    /// Ids held before each name/namespace/kind change, oldest first
+    /// (namespaces stored in kustomize's "effective" form).
+    pub prev_ids: Vec<ResId>,
+    pub name_prefixes: Vec<String>,
+    pub name_suffixes: Vec<String>,
+    /// Generated ConfigMap/Secret whose name gets a content hash.
+    pub needs_hash: bool,
+    pub behavior: Behavior,
+    /// True for resources made by generators.
+    pub generated: bool,
+    pub origin: Option<Origin>,
+    /// Names of the transformers configs that touched it (buildMetadata).
+    pub transformations: Vec<Origin>,
+    /// Var names referring to this resource.
+    pub ref_var_names: Vec<String>,
+}
+
+impl Resource {
+    pub fn new(obj: Value) -> Resource {
+        Resource {
+            obj,
+            ..Default::default()
+        }
+    }
+
+    pub fn api_version(&self) -> &str {
+        self.obj.str_at(&["apiVersion"]).unwrap_or("")
+    }
+
+    pub fn kind(&self) -> &str {
+        self.obj.str_at(&["kind"]).unwrap_or("")
+    }
+
+    pub fn name(&self) -> &str {
+        self.obj.str_at(&["metadata", "name"]).unwrap_or("")
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.obj.str_at(&["metadata", "namespace"]).unwrap_or("")
+    }
+
+    pub fn gvk(&self) -> Gvk {
+        Gvk::from_api_version(self.api_version(), self.kind())
+    }
+
+    pub fn cur_id(&self) -> ResId {
+        ResId::new(self.gvk(), self.name(), self.namespace())
+    }
+
+    /// The id the resource had when it was first read.
+    pub fn org_id(&self) -> ResId {
+        self.prev_ids
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.cur_id())
+    }
+
+    /// Current id followed by the previous ones (newest first).
+    pub fn all_ids(&self) -> Vec<ResId> {
+        let mut ids = vec![self.cur_id()];
+        ids.extend(self.prev_ids.iter().rev().cloned());
+        ids
+    }
+
+    pub fn set_name(&mut self, name: &str) {
+        self.obj.set_path(&["metadata", "name"], Value::from(name));
+    }
+
+    pub fn set_namespace(&mut self, ns: &str) {
+        self.obj
+            .set_path(&["metadata", "namespace"], Value::from(ns));
+    }
+
+    pub fn set_kind(&mut self, kind: &str) {
+        self.obj.set_path(&["kind"], Value::from(kind));
+    }
+
+    /// Records the current id as a previous id (before a name change).
+    pub fn store_previous_id(&mut self, schema: &Schema) {
+        let mut id = self.cur_id();
+        id.namespace = effective_namespace(&id, schema).to_string();
+        self.prev_ids.push(id);
+    }
+
+    pub fn labels(&self) -> Option<&Mapping> {
+        self.obj
+            .get_path(&["metadata", "labels"])
+            .and_then(Value::as_map)
+    }
+
+    pub fn annotations(&self) -> Option<&Mapping> {
+        self.obj
+            .get_path(&["metadata", "annotations"])
+            .and_then(Value::as_map)
+    }
+
+    /// kustomize's `PrefixesSuffixesEquals`.
+    pub fn prefixes_suffixes_equal(&self, other: &Resource) -> bool {
+        same_ending(&self.name_prefixes, &other.name_prefixes)
+            && same_ending(&self.name_suffixes, &other.name_suffixes)
+    }
+}
+
+/// True when the shorter list is the tail of the longer (two empty lists
+/// are equal; an empty list matches only an empty list).
+fn same_ending(a: &[String], b: &[String]) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.is_empty() {
+        return long.is_empty();
+    }
+    let diff = long.len() - short.len();
+    short.iter().zip(&long[diff..]).all(|(x, y)| x == y)
+}
+
+/// kustomize's `EffectiveNamespace`: cluster-scoped ids get a sentinel,
+/// empty namespaces read as `default`.
+pub fn effective_namespace<'a>(id: &'a ResId, schema: &Schema) -> &'a str {
+    if !schema.is_namespaced(&id.gvk.api_version(), &id.gvk.kind) {
+        NON_NAMESPACEABLE
+    } else if id.namespace.is_empty() {
+        "default"
+    } else {
+        &id.namespace
+    }
+}
+
+/// Key used to detect duplicate ids (`default` namespace == no namespace).
+fn id_key(id: &ResId) -> (Gvk, String, String) {
+    (
+        id.gvk.clone(),
+        id.name.clone(),
+        id.effective_namespace().to_string(),
+    )
+}
+
+/// An ordered list of resources with duplicate-id checks.
+#[derive(Clone, Debug, Default)]
+pub struct ResMap {
+    list: Vec<Resource>,
+    index: Option<HashMap<(Gvk, String, String), usize>>,
+}
+
+impl ResMap {
+    pub fn new() -> ResMap {
+        ResMap::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn resources(&self) -> &[Resource] {
+        &self.list
+    }
+
+    /// Mutable access; invalidates the id index.
+    pub fn resources_mut(&mut self) -> &mut Vec<Resource> {
+        self.index = None;
+        &mut self.list
+    }
+
+    pub fn into_resources(self) -> Vec<Resource> {
+        self.list
+    }
+
+    fn ensure_index(&mut self) -> &mut HashMap<(Gvk, String, String), usize> {
+        self.index.get_or_insert_with(|| {
+            let mut idx = HashMap::with_capacity(self.list.len());
+            for (i, r) in self.list.iter().enumerate() {
+                idx.entry(id_key(&r.cur_id())).or_insert(i);
+            }
+            idx
+        })
+    }
+
+    /// Index of the resource whose current id equals `id`.
+    pub fn find_cur(&mut self, id: &ResId) -> Option<usize> {
+        self.ensure_index().get(&id_key(id)).copied()
+    }
+
+    /// Appends a resource; an id already present is an error.
+    pub fn append(&mut self, r: Resource) -> Result<()> {
+        let id = r.cur_id();
+        let key = id_key(&id);
+        let next = self.list.len();
+        let idx = self.ensure_index();
+        if idx.contains_key(&key) {
+            return Err(Error::invalid(format!(
+                "may not add resource with an already registered id: {id}"
+            )));
+        }
+        idx.insert(key, next);
+        self.list.push(r);
+        Ok(())
+    }
+
+    /// Appends every resource of `other`.
+    pub fn append_all(&mut self, other: ResMap) -> Result<()> {
+        for r in other.list {
+            self.append(r)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the resource at `i`.
+    pub fn replace_at(&mut self, i: usize, r: Resource) {
+        self.index = None;
+        if let Some(slot) = self.list.get_mut(i) {
+            *slot = r;
+        }
+    }
+
+    /// Removes the resources for which `keep` is false.
+    pub fn retain(&mut self, keep: impl FnMut(&Resource) -> bool) {
+        self.index = None;
+        self.list.retain(keep);
+    }
+
+    /// Indices of resources any of whose ids (current or previous) satisfy `pred`.
+    pub fn matching_any_id(&self, pred: impl Fn(&ResId) -> bool) -> Vec<usize> {
+        self.list
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| pred(&r.cur_id()) || r.prev_ids.iter().any(&pred))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Checks that no two resources share a current id.
+    pub fn check_unique(&mut self) -> Result<()> {
+        let mut seen: HashMap<(Gvk, String, String), usize> = HashMap::new();
+        for r in &self.list {
+            let id = r.cur_id();
+            if seen.insert(id_key(&id), 0).is_some() {
+                return Err(Error::invalid(format!(
+                    "may not add resource with an already registered id: {id}"
+                )));
+            }
+        }
+        self.index = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kustomize::yaml::parse_documents;
+
+    fn res(src: &str) -> Resource {
+        Resource::new(parse_documents(src).unwrap().remove(0))
+    }
+
+    #[test]
+    fn ids_and_duplicates() {
+        let mut m = ResMap::new();
+        m.append(res(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\n",
+        ))
+        .unwrap();
+        let dup =
+            res("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, namespace: default}\n");
+        let e = m.append(dup).unwrap_err();
+        assert_eq!(
+            e.message,
+            "may not add resource with an already registered id: Deployment.v1.apps/a.[noNs]"
+        );
+        m.append(res(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, namespace: x}\n",
+        ))
+        .unwrap();
+        assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn prefix_suffix_context() {
+        let mut a = Resource::default();
+        let mut b = Resource::default();
+        assert!(a.prefixes_suffixes_equal(&b));
+        a.name_prefixes = vec!["x-".into(), "y-".into()];
+        b.name_prefixes = vec!["y-".into()];
+        assert!(a.prefixes_suffixes_equal(&b));
+        b.name_prefixes = vec!["x-".into()];
+        assert!(!a.prefixes_suffixes_equal(&b));
+        b.name_prefixes.clear();
+        assert!(!a.prefixes_suffixes_equal(&b));
+    }
+}

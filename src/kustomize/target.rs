@@ -1,0 +1,660 @@
+//! A kustomization directory under build: loading it and accumulating its
+//! resources, generators, components and transformers in kustomize 5.5's
+//! order.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::BuildOptions;
+use super::error::{Error, Result};
+use super::fieldspec::{FieldSpec, TransformerConfig};
+use super::fs::FileKind;
+use super::generator::{GenKind, generate};
+use super::kustomization::{KUSTOMIZATION_FILE_NAMES, KustKind, Kustomization, VarEntry};
+use super::loader::{Loader, is_remote, remote_error};
+use super::openapi::Schema;
+use super::patches;
+use super::plugins;
+use super::resid::Gvk;
+use super::resource::{Behavior, Origin, ResMap, Resource};
+use super::transform::{self, SubjectMode};
+use super::vars;
+use super::yaml::{Mapping, Value, parse};
+
+/// Everything accumulated so far: resources, transformer config and vars.
+#[derive(Debug, Default)]
+pub struct Accumulator {
+    pub resources: ResMap,
+    pub config: TransformerConfig,
+    pub vars: Vec<VarEntry>,
+}
+
+impl Accumulator {
+    pub fn new() -> Accumulator {
+        Accumulator {
+            resources: ResMap::new(),
+            config: TransformerConfig::defaults(),
+            vars: Vec::new(),
+        }
+    }
+
+    fn merge(&mut self, other: Accumulator) -> Result<()> {
+        self.resources.append_all(other.resources)?;
+        self.config.merge(&other.config)?;
+        for v in other.vars {
+            if let Some(existing) = self.vars.iter().find(|k| k.name == v.name) {
+                if *existing != v {
+                    return Err(Error::invalid(format!(
+                        "var '{}' already encountered",
+                        v.name
+                    )));
+                }
+                continue;
+            }
+            self.vars.push(v);
+        }
+        Ok(())
+    }
+}
+
+/// State shared by every kustomization of one build.
+pub struct BuildCtx<'o> {
+    pub opts: &'o BuildOptions,
+    /// The OpenAPI schema chosen by an `openapi:` field. As in kustomize,
+    /// the first kustomization loaded with the field (the top level first)
+    /// chooses it for the rest of the build.
+    chosen_schema: RefCell<Option<Arc<Schema>>>,
+}
+
+impl<'o> BuildCtx<'o> {
+    pub fn new(opts: &'o BuildOptions) -> BuildCtx<'o> {
+        BuildCtx {
+            opts,
+            chosen_schema: RefCell::new(None),
+        }
+    }
+
+    /// The schema for strategic merges: the chosen one, else the builtin.
+    pub fn schema(&self) -> Arc<Schema> {
+        self.chosen_schema
+            .borrow()
+            .clone()
+            .unwrap_or_else(Schema::builtin)
+    }
+}
+
+/// One loaded kustomization (or component).
+pub struct Target<'o> {
+    pub loader: Loader,
+    pub kust: Kustomization,
+    /// The kustomization file's name in its directory.
+    pub file_name: String,
+    pub ctx: &'o BuildCtx<'o>,
+    /// Root of the top-level kustomization (origins are relative to it).
+    pub top_root: PathBuf,
+    /// buildMetadata in force (inherited from the top).
+    pub build_metadata: Vec<String>,
+}
+
+/// Splits a YAML stream into resource documents: drops empty documents and
+/// expands `kind: List` (and `*List` with `items`).
+pub fn split_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for d in docs {
+        match d {
+            Value::Null => {}
+            Value::Map(ref m) if m.is_empty() => {}
+            Value::Map(m) => {
+                let is_list = m
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List"))
+                    && m.contains_key("items");
+                if is_list {
+                    match m.get("items") {
+                        Some(Value::Seq(items)) => {
+                            for it in items {
+                                match it {
+                                    Value::Map(im) if !im.is_empty() => out.push(it.clone()),
+                                    Value::Map(_) | Value::Null => {}
+                                    other => {
+                                        return Err(Error::invalid(format!(
+                                            "{file}: items of a List must be maps, found a {}",
+                                            other.type_name()
+                                        )));
+                                    }
+                                }
+                            }
+                        }
+                        Some(Value::Null) | None => {}
+                        Some(other) => {
+                            return Err(Error::invalid(format!(
+                                "{file}: 'items' of a List must be a sequence, found a {}",
+                                other.type_name()
+                            )));
+                        }
+                    }
+                } else {
+                    out.push(Value::Map(m));
+                }
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "{file}: a resource must be a map, found a {}",
+                    other.type_name()
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Parses resource YAML (strict: duplicate keys are errors).
+pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Value>> {
+    let docs = parse::parse_documents_strict(text).map_err(|e| {
+        Error::invalid(format!("MalformedYAMLError: {} in File: {file}", e.message))
+    })?;
+    split_resources(docs, file)
+}
+
+impl<'o> Target<'o> {
+    /// Loads the kustomization in the loader's root.
+    pub fn load(
+        loader: Loader,
+        ctx: &'o BuildCtx<'o>,
+        top_root: PathBuf,
+        build_metadata: Option<Vec<String>>,
+    ) -> Result<Target<'o>> {
+        let root = loader.root().to_path_buf();
+        let mut found = Vec::new();
+        for name in KUSTOMIZATION_FILE_NAMES {
+            if loader.fs().kind(&root.join(name)) == Some(FileKind::File) {
+                found.push(name);
+            }
+        }
+        let file_name = match found.as_slice() {
+            [] => {
+                return Err(Error::io(format!(
+                    "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
+                    root.display()
+                )));
+            }
+            [one] => one.to_string(),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "Found multiple kustomization files under: {}",
+                    root.display()
+                )));
+            }
+        };
+        let path = root.join(&file_name);
+        let text = loader.read_string(&file_name)?;
+        let docs = parse::parse_documents(&text)
+            .map_err(|e| Error::invalid(format!("{}: {}", path.display(), e.message)))?;
+        let doc = docs
+            .into_iter()
+            .find(|d| !d.is_null())
+            .unwrap_or(Value::Null);
+        let kust = Kustomization::decode(&doc, &path.display().to_string())?;
+        if !kust.openapi.is_empty() {
+            let schema = load_openapi(&loader, &kust.openapi)?;
+            let mut chosen = ctx.chosen_schema.borrow_mut();
+            if chosen.is_none() {
+                *chosen = Some(schema);
+            }
+        }
+        let build_metadata = build_metadata.unwrap_or_else(|| kust.build_metadata.clone());
+        Ok(Target {
+            loader,
+            kust,
+            file_name,
+            ctx,
+            top_root,
+            build_metadata,
+        })
+    }
+
+    fn origin_path(&self, rel: &str) -> String {
+        let abs = self.loader.join(rel);
+        Loader::relative_to(&abs, &self.top_root)
+    }
+
+    fn wants_origin(&self) -> bool {
+        self.build_metadata.iter().any(|b| b == "originAnnotations")
+    }
+
+    /// Accumulates this kustomization into `ra`.
+    pub fn accumulate(&self, ra: &mut Accumulator) -> Result<()> {
+        self.accumulate_resources(ra)
+            .map_err(|e| e.context("accumulating resources"))?;
+        for c in &self.kust.configurations {
+            let text = self.loader.read_string(c)?;
+            let docs = parse::parse_documents(&text)
+                .map_err(|e| Error::invalid(format!("{c}: {}", e.message)))?;
+            for d in docs {
+                let tc = TransformerConfig::from_value(&d, c)?;
+                ra.config.merge(&tc)?;
+            }
+        }
+        for crd in &self.kust.crds {
+            let tc = plugins::config_from_crd(&self.loader, crd)?;
+            ra.config.merge(&tc)?;
+        }
+        self.run_generators(ra)?;
+        self.accumulate_components(ra)
+            .map_err(|e| e.context("accumulating components"))?;
+        self.run_transformers(ra)?;
+        if !self.kust.validators.is_empty() {
+            plugins::run_validators(self, ra)?;
+        }
+        vars::merge_vars(&mut ra.resources, &self.kust.vars, &mut ra.vars)
+            .map_err(|e| e.context("merging vars"))?;
+        Ok(())
+    }
+
+    fn accumulate_resources(&self, ra: &mut Accumulator) -> Result<()> {
+        for entry in &self.kust.resources {
+            if is_remote(entry) {
+                return Err(remote_error(
+                    &self.loader.root().join(&self.file_name),
+                    entry,
+                ));
+            }
+            match self.loader.kind(entry) {
+                Some(FileKind::Dir) => {
+                    let child = self.loader.child(entry).map_err(|e| {
+                        e.context(format!(
+                            "accumulation err='accumulating resources from '{entry}': '{}' must resolve to a file'",
+                            self.loader.join(entry).display()
+                        ))
+                    })?;
+                    let mut sub = Accumulator::new();
+                    self.accumulate_dir(child, &mut sub, false, entry)?;
+                    ra.merge(sub).map_err(|e| {
+                        e.context(format!(
+                            "accumulation err='accumulating resources from '{entry}': '{}' must resolve to a file': recursed merging from path '{}'",
+                            self.loader.join(entry).display(),
+                            self.loader.join(entry).display()
+                        ))
+                    })?;
+                }
+                Some(FileKind::File) => {
+                    let text = self
+                        .loader
+                        .read_string(entry)
+                        .map_err(|e| e.context(format!("accumulating resources from '{entry}'")))?;
+                    let docs = parse_resources(&text, entry)
+                        .map_err(|e| e.context(format!("accumulating resources from '{entry}'")))?;
+                    let origin = self.wants_origin().then(|| Origin {
+                        path: self.origin_path(entry),
+                        ..Default::default()
+                    });
+                    for d in docs {
+                        let mut r = Resource::new(d);
+                        check_resource(&r, entry)?;
+                        r.origin = origin.clone();
+                        ra.resources
+                            .append(r)
+                            .map_err(|e| e.context(format!("merging resources from '{entry}'")))?;
+                    }
+                }
+                None => {
+                    let abs = self.loader.join(entry);
+                    return Err(Error::io(format!(
+                        "accumulation err='accumulating resources from '{entry}': evalsymlink failure on '{}' : lstat {}: no such file or directory': must build at directory: not a valid directory: evalsymlink failure on '{}' : lstat {}: no such file or directory",
+                        abs.display(),
+                        abs.display(),
+                        abs.display(),
+                        abs.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn accumulate_dir(
+        &self,
+        loader: Loader,
+        ra: &mut Accumulator,
+        component: bool,
+        entry: &str,
+    ) -> Result<()> {
+        let root = loader.root().to_path_buf();
+        let sub = Target::load(
+            loader,
+            self.ctx,
+            self.top_root.clone(),
+            Some(self.build_metadata.clone()),
+        )
+        .map_err(|e| {
+            e.context(format!(
+                "couldn't make target for path '{}'",
+                root.display()
+            ))
+        })?;
+        if component && sub.kust.kind != KustKind::Component {
+            return Err(Error::invalid(format!(
+                "expected kind 'Component' for path '{}' but got '{}'",
+                root.display(),
+                sub.kust.kind.as_str()
+            )));
+        }
+        if !component && sub.kust.kind == KustKind::Component {
+            return Err(Error::invalid(format!(
+                "expected kind != 'Component' for path '{}'",
+                root.display()
+            )));
+        }
+        let _ = entry;
+        sub.accumulate(ra).map_err(|e| {
+            e.context(format!(
+                "recursed accumulation of path '{}'",
+                root.display()
+            ))
+        })
+    }
+
+    fn accumulate_components(&self, ra: &mut Accumulator) -> Result<()> {
+        for entry in &self.kust.components {
+            if is_remote(entry) {
+                return Err(remote_error(
+                    &self.loader.root().join(&self.file_name),
+                    entry,
+                ));
+            }
+            let child = self
+                .loader
+                .child(entry)
+                .map_err(|e| e.context("loader.New"))?;
+            self.accumulate_dir(child, ra, true, entry)
+                .map_err(|e| e.context("accumulateDirectory"))?;
+        }
+        Ok(())
+    }
+
+    fn generator_origin(&self, kind: &str) -> Option<Origin> {
+        self.wants_origin().then(|| Origin {
+            path: String::new(),
+            config_kind: kind.to_string(),
+            config_path: self.origin_path(&self.file_name),
+        })
+    }
+
+    fn run_generators(&self, ra: &mut Accumulator) -> Result<()> {
+        let env = self.ctx.opts.env_lookup();
+        for args in &self.kust.config_map_generator {
+            let mut r = generate(
+                args,
+                GenKind::ConfigMap,
+                self.kust.generator_options.as_ref(),
+                &self.loader,
+                &*env,
+            )?;
+            r.origin = self.generator_origin("ConfigMapGenerator");
+            absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
+        }
+        for args in &self.kust.secret_generator {
+            let mut r = generate(
+                args,
+                GenKind::Secret,
+                self.kust.generator_options.as_ref(),
+                &self.loader,
+                &*env,
+            )?;
+            r.origin = self.generator_origin("SecretGenerator");
+            absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
+        }
+        if !self.kust.helm_charts.is_empty() {
+            return Err(Error::invalid(format!(
+                "{}: helmCharts are not supported: krmsync does not run helm; render the chart to \
+                 YAML and list it in resources",
+                self.loader.root().join(&self.file_name).display()
+            )));
+        }
+        for entry in &self.kust.generators {
+            for r in plugins::run_generator_entry(self, ra, entry)? {
+                absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_transformers(&self, ra: &mut Accumulator) -> Result<()> {
+        let k = &self.kust;
+        let schema = &self.ctx.schema();
+        if !k.patches_strategic_merge.is_empty() {
+            let loaded = patches::load_strategic_merge(&self.loader, &k.patches_strategic_merge)?;
+            patches::apply_strategic_merge_by_id(&mut ra.resources, &loaded, schema)?;
+        }
+        for p in &k.patches {
+            patches::apply_patch_entry(&self.loader, &mut ra.resources, p, schema)?;
+        }
+        if !k.namespace.is_empty() {
+            transform::namespace(
+                &mut ra.resources,
+                &k.namespace,
+                &ra.config.namespace,
+                false,
+                SubjectMode::DefaultOnly,
+                schema,
+            )?;
+        }
+        transform::prefix_suffix(
+            &mut ra.resources,
+            &k.name_prefix,
+            "",
+            &ra.config.name_prefix,
+            &[],
+            schema,
+        )?;
+        transform::prefix_suffix(
+            &mut ra.resources,
+            "",
+            &k.name_suffix,
+            &[],
+            &ra.config.name_suffix,
+            schema,
+        )?;
+        for l in &k.labels {
+            let mut specs: Vec<FieldSpec> = Vec::new();
+            for f in &l.fields {
+                specs.push(FieldSpec::from_value(f, "labels.fields")?);
+            }
+            if l.include_selectors {
+                merge_specs(&mut specs, &ra.config.common_labels);
+            } else {
+                merge_specs(
+                    &mut specs,
+                    &[FieldSpec::new(Gvk::default(), "metadata/labels", true)],
+                );
+                if l.include_templates {
+                    merge_specs(&mut specs, &ra.config.template_labels);
+                }
+            }
+            merge_specs(&mut specs, &ra.config.labels);
+            transform::set_map_entries(&mut ra.resources, &l.pairs, &specs)?;
+        }
+        transform::set_map_entries(
+            &mut ra.resources,
+            &k.common_labels,
+            &ra.config.common_labels,
+        )?;
+        transform::set_map_entries(
+            &mut ra.resources,
+            &k.common_annotations,
+            &ra.config.common_annotations,
+        )?;
+        for p in &k.patches_json6902 {
+            patches::apply_json6902_entry(&self.loader, &mut ra.resources, p)?;
+        }
+        for rep in &k.replicas {
+            transform::replicas(
+                &mut ra.resources,
+                std::slice::from_ref(rep),
+                &ra.config.replicas,
+            )?;
+        }
+        if !k.images.is_empty() {
+            let custom = custom_image_specs(&ra.config.images);
+            transform::images(&mut ra.resources, &k.images, &custom)?;
+        }
+        if !k.replacements.is_empty() {
+            plugins::run_replacements(&self.loader, &mut ra.resources, &k.replacements)?;
+        }
+        for entry in &k.transformers {
+            plugins::run_transformer_entry(self, ra, entry)?;
+        }
+        Ok(())
+    }
+}
+
+/// Image field specs beyond kustomize's defaults (the defaults are covered
+/// by the search for every `containers` list).
+pub fn custom_image_specs(all: &[FieldSpec]) -> Vec<FieldSpec> {
+    let defaults = TransformerConfig::defaults().images;
+    all.iter()
+        .filter(|f| !defaults.contains(f))
+        .cloned()
+        .collect()
+}
+
+fn merge_specs(dst: &mut Vec<FieldSpec>, src: &[FieldSpec]) {
+    for s in src {
+        if !dst.iter().any(|d| d.gvk == s.gvk && d.path == s.path) {
+            dst.push(s.clone());
+        }
+    }
+}
+
+fn check_resource(r: &Resource, file: &str) -> Result<()> {
+    if r.obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(Error::invalid(format!(
+            "accumulating resources from '{file}': missing Resource metadata: a resource must have a 'kind'"
+        )));
+    }
+    Ok(())
+}
+
+fn load_openapi(loader: &Loader, spec: &[(String, String)]) -> Result<Arc<Schema>> {
+    let mut version = None;
+    let mut custom = None;
+    for (k, v) in spec {
+        match k.as_str() {
+            "version" => version = Some(v.as_str()),
+            "path" => {
+                let text = loader.read_string(v)?;
+                let docs = parse::parse_documents(&text)
+                    .map_err(|e| Error::invalid(format!("openapi schema '{v}': {}", e.message)))?;
+                custom = Some(docs.into_iter().next().unwrap_or(Value::Null));
+            }
+            other => {
+                return Err(Error::invalid(format!("openapi: unknown field '{other}'")));
+            }
+        }
+    }
+    Schema::for_openapi_field(version, custom.as_ref()).map_err(Error::invalid)
+}
+
+fn string_map_of(v: Option<&Value>) -> Mapping {
+    v.and_then(Value::as_map).cloned().unwrap_or_default()
+}
+
+/// Adds a generated resource, honouring its behavior (create/merge/replace).
+pub fn absorb(m: &mut ResMap, mut r: Resource) -> Result<()> {
+    let id = r.cur_id();
+    let matches = m.matching_any_id(|other| {
+        other.gvk == id.gvk
+            && other.name == id.name
+            && other.effective_namespace() == id.effective_namespace()
+    });
+    match matches.as_slice() {
+        [] => match r.behavior {
+            Behavior::Merge | Behavior::Replace => Err(Error::invalid(format!(
+                "id {} does not exist; cannot merge or replace",
+                go_resid(&id)
+            ))),
+            Behavior::Create => m.append(r),
+        },
+        [i] => {
+            let i = *i;
+            let old = m.resources()[i].clone();
+            match r.behavior {
+                Behavior::Create => {
+                    return Err(Error::invalid(format!(
+                        "id {} exists; behavior must be merge or replace",
+                        go_resid(&id)
+                    )));
+                }
+                Behavior::Replace => copy_merge_meta(&mut r, &old),
+                Behavior::Merge => {
+                    copy_merge_meta(&mut r, &old);
+                    for field in ["data", "binaryData"] {
+                        let mut merged = string_map_of(old.obj.get(field));
+                        for (k, v) in string_map_of(r.obj.get(field)) {
+                            merged.insert(k, v);
+                        }
+                        if let Some(obj) = r.obj.as_map_mut()
+                            && (!merged.is_empty() || obj.contains_key(field))
+                        {
+                            obj.insert(field.to_string(), Value::Map(merged));
+                        }
+                    }
+                    if old.origin.is_some() {
+                        r.origin = old.origin.clone();
+                    }
+                }
+            }
+            m.replace_at(i, r);
+            Ok(())
+        }
+        _ => Err(Error::invalid(format!(
+            "found multiple objects that could accept merge of {id}"
+        ))),
+    }
+}
+
+fn go_resid(id: &super::resid::ResId) -> String {
+    format!(
+        "resid.ResId{{Gvk:resid.Gvk{{Group:\"{}\", Version:\"{}\", Kind:\"{}\", isClusterScoped:false}}, Name:\"{}\", Namespace:\"{}\"}}",
+        id.gvk.group, id.gvk.version, id.gvk.kind, id.name, id.namespace
+    )
+}
+
+/// kustomize's `CopyMergeMetaDataFieldsFrom`: labels and annotations merged
+/// (new values win), name/namespace and build bookkeeping from the old one.
+fn copy_merge_meta(r: &mut Resource, old: &Resource) {
+    for field in ["labels", "annotations"] {
+        let mut merged = string_map_of(old.obj.get_path(&["metadata", field]));
+        for (k, v) in string_map_of(r.obj.get_path(&["metadata", field])) {
+            merged.insert(k, v);
+        }
+        if let Some(meta) = r.obj.ensure_map_path(&["metadata"]) {
+            if merged.is_empty() {
+                meta.shift_remove(field);
+            } else {
+                meta.insert(field.to_string(), Value::Map(merged));
+            }
+        }
+    }
+    let name = old.name().to_string();
+    r.set_name(&name);
+    let ns = old.namespace().to_string();
+    if ns.is_empty() {
+        if let Some(meta) = r.obj.get_mut("metadata").and_then(Value::as_map_mut) {
+            meta.shift_remove("namespace");
+        }
+    } else {
+        r.set_namespace(&ns);
+    }
+    r.prev_ids = old.prev_ids.clone();
+    r.name_prefixes = old.name_prefixes.clone();
+    r.name_suffixes = old.name_suffixes.clone();
+    r.needs_hash = old.needs_hash && r.needs_hash;
+    r.ref_var_names = old.ref_var_names.clone();
+}

@@ -1,0 +1,583 @@
+//! The field-spec driven builtin transformers: name prefix/suffix,
+//! namespace, labels, annotations, images and replica counts.
+
+use regex::Regex;
+
+use super::error::{Error, Result};
+use super::fieldspec::{FieldSpec, Leaf, walk};
+use super::kustomization::{ImageEntry, ReplicaEntry};
+use super::openapi::Schema;
+use super::resid::Gvk;
+use super::resource::{ResMap, Resource};
+use super::yaml::{Mapping, Value};
+
+/// Kinds whose names never get a prefix or suffix.
+fn skip_name_change(gvk: &Gvk) -> bool {
+    gvk.kind == "CustomResourceDefinition"
+        || gvk.kind == "Namespace"
+        || (gvk.kind == "APIService" && gvk.group == "apiregistration.k8s.io")
+}
+
+fn is_name_field(fs: &FieldSpec) -> bool {
+    fs.path == "metadata/name"
+}
+
+/// Adds a prefix and/or suffix to the names (and other configured fields)
+/// of every resource.
+pub fn prefix_suffix(
+    m: &mut ResMap,
+    prefix: &str,
+    suffix: &str,
+    prefix_specs: &[FieldSpec],
+    suffix_specs: &[FieldSpec],
+    schema: &Schema,
+) -> Result<()> {
+    for r in m.resources_mut().iter_mut() {
+        let org = r.org_id();
+        if skip_name_change(&org.gvk) {
+            continue;
+        }
+        for (affix, specs, is_prefix) in
+            [(prefix, prefix_specs, true), (suffix, suffix_specs, false)]
+        {
+            if affix.is_empty() {
+                continue;
+            }
+            for fs in specs {
+                if !fs.applies_to(&org.gvk) {
+                    continue;
+                }
+                if is_name_field(fs) {
+                    if is_prefix {
+                        r.name_prefixes.push(affix.to_string());
+                    } else {
+                        r.name_suffixes.push(affix.to_string());
+                    }
+                    r.store_previous_id(schema);
+                }
+                let gvk = r.gvk();
+                if !fs.applies_to(&gvk) {
+                    continue;
+                }
+                walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
+                    if let Some(s) = v.as_str() {
+                        *v = Value::String(if is_prefix {
+                            format!("{affix}{s}")
+                        } else {
+                            format!("{s}{affix}")
+                        });
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How the namespace transformer treats RoleBinding subjects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SubjectMode {
+    #[default]
+    DefaultOnly,
+    AllServiceAccounts,
+    None,
+}
+
+impl SubjectMode {
+    pub fn parse(s: &str) -> Result<SubjectMode> {
+        match s {
+            "" | "defaultOnly" => Ok(SubjectMode::DefaultOnly),
+            "allServiceAccounts" => Ok(SubjectMode::AllServiceAccounts),
+            "none" => Ok(SubjectMode::None),
+            other => Err(Error::invalid(format!(
+                "invalid setRoleBindingSubjects '{other}': must be defaultOnly, allServiceAccounts or none"
+            ))),
+        }
+    }
+}
+
+fn set_ns_value(v: &mut Value, ns: &str, unset_only: bool) {
+    if unset_only && v.as_str().is_some_and(|s| !s.is_empty()) {
+        return;
+    }
+    *v = Value::from(ns);
+}
+
+/// Sets the namespace of every namespaced resource (plus the configured
+/// fields: Namespace names, APIService and CRD webhook services, binding
+/// subjects).
+pub fn namespace(
+    m: &mut ResMap,
+    ns: &str,
+    specs: &[FieldSpec],
+    unset_only: bool,
+    subjects: SubjectMode,
+    schema: &Schema,
+) -> Result<()> {
+    if ns.is_empty() {
+        return Ok(());
+    }
+    for r in m.resources_mut().iter_mut() {
+        if r.obj.as_map().is_none_or(|mm| mm.is_empty()) {
+            continue;
+        }
+        r.store_previous_id(schema);
+        let gvk = r.gvk();
+        if schema.is_namespaced(&gvk.api_version(), &gvk.kind) {
+            let meta = r
+                .obj
+                .ensure_map_path(&["metadata"])
+                .ok_or_else(|| Error::invalid("metadata is not a map"))?;
+            let slot = meta.entry("namespace".to_string()).or_insert(Value::Null);
+            set_ns_value(slot, ns, unset_only);
+        }
+        let is_binding = gvk.kind == "RoleBinding" || gvk.kind == "ClusterRoleBinding";
+        if is_binding
+            && subjects != SubjectMode::None
+            && let Some(Value::Seq(subs)) = r.obj.get_mut("subjects")
+        {
+            for s in subs.iter_mut() {
+                let Some(sm) = s.as_map_mut() else { continue };
+                let hit = match subjects {
+                    SubjectMode::DefaultOnly => {
+                        sm.get("name").and_then(Value::as_str) == Some("default")
+                    }
+                    SubjectMode::AllServiceAccounts => {
+                        sm.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
+                    }
+                    SubjectMode::None => false,
+                };
+                if hit {
+                    let slot = sm.entry("namespace".to_string()).or_insert(Value::Null);
+                    set_ns_value(slot, ns, unset_only);
+                }
+            }
+        }
+        for fs in specs {
+            if fs.path == "metadata/namespace" || !fs.applies_to(&gvk) {
+                continue;
+            }
+            let id = r.cur_id();
+            walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
+                if matches!(v, Value::Map(_) | Value::Seq(_)) {
+                    return Err(Error::invalid(format!(
+                        "namespace field specs must target scalar nodes: considering field '{}' of object {id}",
+                        fs.path
+                    )));
+                }
+                set_ns_value(v, ns, unset_only);
+                Ok(())
+            })?;
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for r in m.resources() {
+        let id = r.cur_id();
+        let key = (
+            id.gvk.clone(),
+            id.name.clone(),
+            id.effective_namespace().to_string(),
+        );
+        if !seen.insert(key) {
+            return Err(Error::invalid(format!(
+                "namespace transformation produces ID conflict: {id}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Adds `pairs` to the map found at each field spec (labels or annotations).
+pub fn set_map_entries(
+    m: &mut ResMap,
+    pairs: &[(String, String)],
+    specs: &[FieldSpec],
+) -> Result<()> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    for r in m.resources_mut().iter_mut() {
+        apply_map_entries(r, pairs, specs)?;
+    }
+    Ok(())
+}
+
+/// [`set_map_entries`] for one resource.
+pub fn apply_map_entries(
+    r: &mut Resource,
+    pairs: &[(String, String)],
+    specs: &[FieldSpec],
+) -> Result<()> {
+    let gvk = r.gvk();
+    for fs in specs {
+        if !fs.applies_to(&gvk) {
+            continue;
+        }
+        walk(&mut r.obj, fs, Leaf::Map, &mut |v| {
+            if v.is_null() {
+                *v = Value::Map(Mapping::new());
+            }
+            match v.as_map_mut() {
+                Some(mm) => {
+                    for (k, val) in pairs {
+                        mm.insert(k.clone(), Value::from(val.as_str()));
+                    }
+                    Ok(())
+                }
+                None => Err(Error::invalid(format!(
+                    "{}: field '{}' is not a map",
+                    r_id_string(&gvk),
+                    fs.path
+                ))),
+            }
+        })
+        .map_err(|e| e.context(format!("applying field spec '{}'", fs.path)))?;
+    }
+    Ok(())
+}
+
+fn r_id_string(gvk: &Gvk) -> String {
+    gvk.to_string()
+}
+
+/// Splits an image reference into name, tag and digest the way kustomize does.
+pub fn split_image(image: &str) -> (String, String, String) {
+    let (search, offset) = match image.find('/') {
+        Some(i) if i > 0 => (&image[i..], i),
+        _ => (image, 0),
+    };
+    let id = search.find('@');
+    let ic = search.find(':');
+    match (id, ic) {
+        (None, None) => (image.to_string(), String::new(), String::new()),
+        (Some(d), c) if c.is_none() || c.is_some_and(|c| d < c) => {
+            let d = d + offset;
+            (
+                image[..d].to_string(),
+                String::new(),
+                image[d + 1..].to_string(),
+            )
+        }
+        (Some(d), Some(c)) => {
+            let (d, c) = (d + offset, c + offset);
+            (
+                image[..c].to_string(),
+                image[c + 1..d].to_string(),
+                image[d + 1..].to_string(),
+            )
+        }
+        (None, Some(c)) => {
+            let c = c + offset;
+            (
+                image[..c].to_string(),
+                image[c + 1..].to_string(),
+                String::new(),
+            )
+        }
+        (Some(_), None) => (image.to_string(), String::new(), String::new()),
+    }
+}
+
+/// A compiled `images:` entry.
+pub struct ImageRule {
+    entry: ImageEntry,
+    matcher: Regex,
+}
+
+impl ImageRule {
+    pub fn new(entry: &ImageEntry) -> Result<ImageRule> {
+        // kustomize uses the configured name as a regular expression.
+        let pattern = format!("^{}(@sha256)?(:[a-zA-Z0-9_.{{}}-]*)?$", entry.name);
+        let matcher = Regex::new(&pattern).map_err(|e| {
+            Error::invalid(format!("images: invalid image name '{}': {e}", entry.name))
+        })?;
+        Ok(ImageRule {
+            entry: entry.clone(),
+            matcher,
+        })
+    }
+
+    /// The new image string, or `None` when this rule does not match.
+    pub fn rewrite(&self, image: &str) -> Option<String> {
+        if !self.matcher.is_match(image) {
+            return None;
+        }
+        let (mut name, mut tag, mut digest) = split_image(image);
+        let e = &self.entry;
+        if !e.new_name.is_empty() {
+            name = e.new_name.clone();
+        }
+        if !e.new_tag.is_empty() && !e.digest.is_empty() {
+            tag = e.new_tag.clone();
+            digest = e.digest.clone();
+        } else if !e.new_tag.is_empty() {
+            tag = e.new_tag.clone();
+            digest.clear();
+        } else if !e.digest.is_empty() {
+            tag.clear();
+            digest = e.digest.clone();
+        }
+        if !e.tag_suffix.is_empty() {
+            tag.push_str(&e.tag_suffix);
+        }
+        if !tag.is_empty() {
+            name.push(':');
+            name.push_str(&tag);
+        }
+        if !digest.is_empty() {
+            name.push('@');
+            name.push_str(&digest);
+        }
+        Some(name)
+    }
+}
+
+fn rewrite_image_field(v: &mut Value, rule: &ImageRule) {
+    if let Some(s) = v.as_str()
+        && let Some(new) = rule.rewrite(s)
+    {
+        *v = Value::String(new);
+    }
+}
+
+/// Finds every `containers` / `initContainers` list anywhere in the object.
+fn legacy_images(v: &mut Value, rule: &ImageRule) {
+    match v {
+        Value::Map(m) => {
+            for (k, child) in m.iter_mut() {
+                if (k == "containers" || k == "initContainers")
+                    && let Value::Seq(items) = child
+                {
+                    for c in items.iter_mut() {
+                        if let Some(img) = c.get_mut("image") {
+                            rewrite_image_field(img, rule);
+                        }
+                    }
+                    continue;
+                }
+                legacy_images(child, rule);
+            }
+        }
+        Value::Seq(items) => {
+            for i in items {
+                legacy_images(i, rule);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Applies `images:` entries: every container image anywhere, plus custom
+/// field specs from `configurations:`.
+pub fn images(m: &mut ResMap, entries: &[ImageEntry], custom_specs: &[FieldSpec]) -> Result<()> {
+    for e in entries {
+        let rule = ImageRule::new(e)?;
+        for r in m.resources_mut().iter_mut() {
+            legacy_images(&mut r.obj, &rule);
+            let gvk = r.gvk();
+            for fs in custom_specs {
+                if !fs.applies_to(&gvk) {
+                    continue;
+                }
+                let mut spec = fs.clone();
+                spec.create = false;
+                walk(&mut r.obj, &spec, Leaf::Scalar, &mut |v| {
+                    rewrite_image_field(v, &rule);
+                    Ok(())
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies `replicas:` entries.
+pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -> Result<()> {
+    for e in entries {
+        let mut found = false;
+        for fs in specs {
+            for r in m.resources_mut().iter_mut() {
+                let hit = r
+                    .all_ids()
+                    .iter()
+                    .any(|id| id.name == e.name && fs.gvk.selects(&id.gvk));
+                if !hit {
+                    continue;
+                }
+                found = true;
+                let gvk = r.gvk();
+                if !fs.applies_to(&gvk) {
+                    continue;
+                }
+                walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
+                    *v = Value::Int(e.count);
+                    Ok(())
+                })?;
+            }
+        }
+        if !found {
+            let gvks: Vec<String> = specs.iter().map(|f| f.gvk.to_string()).collect();
+            return Err(Error::invalid(format!(
+                "resource with name {} does not match a config with the following GVK [{}]",
+                e.name,
+                gvks.join(" ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kustomize::fieldspec::TransformerConfig;
+    use crate::kustomize::yaml::parse_documents;
+
+    fn map(src: &str) -> ResMap {
+        let mut m = ResMap::new();
+        for d in parse_documents(src).unwrap() {
+            m.append(Resource::new(d)).unwrap();
+        }
+        m
+    }
+
+    #[test]
+    fn split_image_forms() {
+        assert_eq!(split_image("nginx"), ("nginx".into(), "".into(), "".into()));
+        assert_eq!(
+            split_image("nginx:1.2"),
+            ("nginx".into(), "1.2".into(), "".into())
+        );
+        assert_eq!(
+            split_image("my.reg:5000/app@sha256:abc"),
+            ("my.reg:5000/app".into(), "".into(), "sha256:abc".into())
+        );
+        assert_eq!(
+            split_image("reg/app:v1@sha256:abc"),
+            ("reg/app".into(), "v1".into(), "sha256:abc".into())
+        );
+    }
+
+    #[test]
+    fn image_rules() {
+        let rule = ImageRule::new(&ImageEntry {
+            name: "nginx".into(),
+            new_name: "my/nginx".into(),
+            new_tag: "1.9".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            rule.rewrite("nginx:1.7@sha256:x").as_deref(),
+            Some("my/nginx:1.9")
+        );
+        assert_eq!(rule.rewrite("nginx-other"), None);
+        let digest = ImageRule::new(&ImageEntry {
+            name: "app".into(),
+            digest: "sha256:ff".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(digest.rewrite("app:v1").as_deref(), Some("app@sha256:ff"));
+    }
+
+    #[test]
+    fn labels_reach_selectors_and_templates() {
+        let mut m = map(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec: {}\n",
+        );
+        let cfg = TransformerConfig::defaults();
+        set_map_entries(&mut m, &[("app".into(), "x".into())], &cfg.common_labels).unwrap();
+        let o = &m.resources()[0].obj;
+        assert_eq!(o.str_at(&["metadata", "labels", "app"]), Some("x"));
+        assert_eq!(
+            o.str_at(&["spec", "selector", "matchLabels", "app"]),
+            Some("x")
+        );
+        assert_eq!(
+            o.str_at(&["spec", "template", "metadata", "labels", "app"]),
+            Some("x")
+        );
+    }
+
+    #[test]
+    fn namespace_skips_cluster_scoped_and_sets_default_subjects() {
+        let mut m = map(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: rb}\n\
+             subjects:\n- {kind: ServiceAccount, name: default}\n- {kind: ServiceAccount, name: other}\n",
+        );
+        let schema = Schema::builtin();
+        let cfg = TransformerConfig::defaults();
+        namespace(
+            &mut m,
+            "ns1",
+            &cfg.namespace,
+            false,
+            SubjectMode::DefaultOnly,
+            &schema,
+        )
+        .unwrap();
+        let rs = m.resources();
+        assert_eq!(rs[0].namespace(), "ns1");
+        assert_eq!(rs[1].obj.get_path(&["metadata", "namespace"]), None);
+        let subs = rs[2].obj.get("subjects").unwrap().as_seq().unwrap();
+        assert_eq!(subs[0].str_at(&["namespace"]), Some("ns1"));
+        assert_eq!(subs[1].str_at(&["namespace"]), None);
+        assert_eq!(rs[0].prev_ids.len(), 1);
+    }
+
+    #[test]
+    fn prefix_skips_namespaces_and_records_history() {
+        let mut m = map(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+        );
+        let cfg = TransformerConfig::defaults();
+        let schema = Schema::builtin();
+        prefix_suffix(
+            &mut m,
+            "p-",
+            "-s",
+            &cfg.name_prefix,
+            &cfg.name_suffix,
+            &schema,
+        )
+        .unwrap();
+        assert_eq!(m.resources()[0].name(), "n");
+        assert_eq!(m.resources()[1].name(), "p-s-s");
+        assert_eq!(m.resources()[1].name_prefixes, vec!["p-"]);
+        assert_eq!(m.resources()[1].prev_ids.len(), 2);
+    }
+
+    #[test]
+    fn replicas_need_a_match() {
+        let mut m = map("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n");
+        let cfg = TransformerConfig::defaults();
+        replicas(
+            &mut m,
+            &[ReplicaEntry {
+                name: "d".into(),
+                count: 3,
+            }],
+            &cfg.replicas,
+        )
+        .unwrap();
+        assert_eq!(
+            m.resources()[0].obj.get_path(&["spec", "replicas"]),
+            Some(&Value::Int(3))
+        );
+        assert!(
+            replicas(
+                &mut m,
+                &[ReplicaEntry {
+                    name: "x".into(),
+                    count: 1
+                }],
+                &cfg.replicas
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! Deprecated `vars`: values read from resources and substituted as
+//! `$(NAME)` into the `varReference` fields at the very end of the build.
+
+use std::collections::HashMap;
+
+use super::error::{Error, Result};
+use super::fieldspec::{FieldSpec, Leaf, walk};
+use super::kustomization::VarEntry;
+use super::resid::Gvk;
+use super::resource::ResMap;
+use super::yaml::Value;
+
+/// Reads a value by a var field path (`spec.ports[0].port`, `a.b.[name=x].c`).
+pub fn get_field_value<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = obj;
+    for raw in path.split('.') {
+        let mut parts: Vec<&str> = Vec::new();
+        if let Some(stripped) = raw.strip_suffix(']')
+            && let Some(open) = stripped.rfind('[')
+            && stripped[open + 1..].chars().all(|c| c.is_ascii_digit())
+            && open + 1 < stripped.len()
+        {
+            if open > 0 {
+                parts.push(&stripped[..open]);
+            }
+            parts.push(&stripped[open + 1..]);
+        } else {
+            parts.push(raw);
+        }
+        for p in parts {
+            cur = match cur {
+                Value::Map(m) => m.get(p)?,
+                Value::Seq(items) => {
+                    if let Some(inner) = p.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+                        let (k, v) = inner.split_once('=')?;
+                        items.iter().find(|it| {
+                            it.get(k).and_then(Value::scalar_to_string).as_deref() == Some(v)
+                        })?
+                    } else {
+                        items.get(p.parse::<usize>().ok()?)?
+                    }
+                }
+                _ => return None,
+            };
+        }
+    }
+    Some(cur)
+}
+
+/// Registers vars against the resources they name (kustomize's MergeVars):
+/// each var must match at most one resource; the match remembers the var.
+pub fn merge_vars(m: &mut ResMap, vars: &[VarEntry], known: &mut Vec<VarEntry>) -> Result<()> {
+    for v in vars {
+        if known.iter().any(|k| k.name == v.name) {
+            return Err(Error::invalid(format!(
+                "var '{}' already encountered",
+                v.name
+            )));
+        }
+        let gvk = Gvk::from_api_version(&v.obj_api_version, &v.obj_kind);
+        let matches = m.matching_any_id(|id| {
+            id.name == v.obj_name
+                && gvk.selects(&id.gvk)
+                && (v.obj_namespace.is_empty()
+                    || id.effective_namespace() == effective(&v.obj_namespace))
+        });
+        if matches.len() > 1 {
+            return Err(Error::invalid(format!(
+                "found {} resId matches for var {} (unable to disambiguate)",
+                matches.len(),
+                v.name
+            )));
+        }
+        if let Some(&i) = matches.first()
+            && let Some(r) = m.resources_mut().get_mut(i)
+        {
+            r.ref_var_names.push(v.name.clone());
+        }
+        known.push(v.clone());
+    }
+    Ok(())
+}
+
+fn effective(ns: &str) -> &str {
+    if ns == "default" { "" } else { ns }
+}
+
+/// Go's `fmt.Sprint` of a var value inside a longer string (`%v`: floats
+/// in shortest form, exponent notation below 1e-4 or from 1e6 up).
+fn sprint(v: &Value) -> String {
+    match v {
+        Value::Float(f) if f.is_finite() && *f != 0.0 => {
+            let sci = format!("{f:e}");
+            let (mant, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+            let exp: i32 = exp.parse().unwrap_or(0);
+            if !(-4..6).contains(&exp) {
+                let sign = if exp < 0 { '-' } else { '+' };
+                format!("{mant}e{sign}{:02}", exp.abs())
+            } else {
+                format!("{f}")
+            }
+        }
+        other => other.scalar_to_string().unwrap_or_default(),
+    }
+}
+
+/// Expands `$(NAME)` references; `$$` escapes a `$`. A string that is
+/// exactly one reference takes the var's value with its type.
+pub fn expand(input: &str, vars: &HashMap<String, Value>, used: &mut Vec<String>) -> Value {
+    let bytes = input.as_bytes();
+    let mut out = String::new();
+    let mut checkpoint = 0;
+    let mut cursor = 0;
+    while cursor < bytes.len() {
+        if bytes[cursor] == b'$' && cursor + 1 < bytes.len() {
+            out.push_str(&input[checkpoint..cursor]);
+            let rest = &input[cursor + 1..];
+            let advance;
+            match rest.as_bytes()[0] {
+                b'$' => {
+                    out.push('$');
+                    advance = 1;
+                }
+                b'(' => match rest.find(')') {
+                    Some(close) => {
+                        let name = &rest[1..close];
+                        advance = close + 1;
+                        match vars.get(name) {
+                            Some(val) => {
+                                used.push(name.to_string());
+                                if input.len() == name.len() + 3 && cursor == 0 {
+                                    return match val {
+                                        Value::Map(_) | Value::Seq(_) => {
+                                            Value::String(input.to_string())
+                                        }
+                                        other => other.clone(),
+                                    };
+                                }
+                                match val {
+                                    Value::Map(_) | Value::Seq(_) => {
+                                        out.push_str("$(");
+                                        out.push_str(name);
+                                        out.push(')');
+                                    }
+                                    other => out.push_str(&sprint(other)),
+                                }
+                            }
+                            None => {
+                                out.push_str("$(");
+                                out.push_str(name);
+                                out.push(')');
+                            }
+                        }
+                    }
+                    None => {
+                        out.push_str("$(");
+                        advance = 1;
+                    }
+                },
+                _ => {
+                    let ch = rest.chars().next().unwrap_or(' ');
+                    out.push('$');
+                    out.push(ch);
+                    advance = ch.len_utf8();
+                }
+            }
+            cursor += advance + 1;
+            checkpoint = cursor;
+            continue;
+        }
+        cursor += 1;
+    }
+    if checkpoint < input.len() {
+        out.push_str(&input[checkpoint..]);
+    }
+    Value::String(out)
+}
+
+/// Resolves every var and substitutes it into the var-reference fields.
+pub fn resolve_vars(m: &mut ResMap, vars: &[VarEntry], specs: &[FieldSpec]) -> Result<()> {
+    if vars.is_empty() {
+        return Ok(());
+    }
+    let mut values: HashMap<String, Value> = HashMap::new();
+    for v in vars {
+        let holder = m
+            .resources()
+            .iter()
+            .find(|r| r.ref_var_names.contains(&v.name));
+        let Some(r) = holder else {
+            return Err(Error::invalid(format!(
+                "var '{}' cannot be mapped to a field in the set of known resources",
+                v.name
+            )));
+        };
+        let Some(val) = get_field_value(&r.obj, &v.field_path) else {
+            return Err(Error::invalid(format!(
+                "field specified in var '{}' not found in corresponding resource: {}",
+                v.name, v.field_path
+            )));
+        };
+        values.insert(v.name.clone(), val.clone());
+    }
+    let mut used = Vec::new();
+    for r in m.resources_mut().iter_mut() {
+        let gvk = r.gvk();
+        for fs in specs {
+            if !fs.applies_to(&gvk) {
+                continue;
+            }
+            let mut spec = fs.clone();
+            spec.create = false;
+            walk(&mut r.obj, &spec, Leaf::Scalar, &mut |node| {
+                match node {
+                    Value::String(s) => {
+                        let new = expand(s, &values, &mut used);
+                        *node = new;
+                    }
+                    Value::Map(mm) => {
+                        for (_, v) in mm.iter_mut() {
+                            if let Value::String(s) = v {
+                                let new = expand(s, &values, &mut used);
+                                *v = new;
+                            }
+                        }
+                    }
+                    Value::Seq(items) => {
+                        for v in items.iter_mut() {
+                            match v {
+                                Value::String(s) => {
+                                    let new = expand(s, &values, &mut used);
+                                    *v = new;
+                                }
+                                Value::Map(_) | Value::Seq(_) => {
+                                    return Err(Error::invalid(
+                                        "invalid value type expect a string",
+                                    ));
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kustomize::yaml::parse_documents;
+
+    #[test]
+    fn expansion_rules() {
+        let mut vars = HashMap::new();
+        vars.insert("A".to_string(), Value::from("x"));
+        vars.insert("N".to_string(), Value::Int(8080));
+        let mut used = Vec::new();
+        assert_eq!(expand("$(A)-$(B)", &vars, &mut used), Value::from("x-$(B)"));
+        assert_eq!(expand("$(N)", &vars, &mut used), Value::Int(8080));
+        assert_eq!(
+            expand("port $(N)", &vars, &mut used),
+            Value::from("port 8080")
+        );
+        assert_eq!(
+            expand("$$(A) $x $(", &vars, &mut used),
+            Value::from("$(A) $x $(")
+        );
+    }
+
+    #[test]
+    fn field_paths() {
+        let obj =
+            parse_documents("spec:\n  ports:\n  - {name: a, port: 80}\n  - {name: b, port: 81}\n")
+                .unwrap()
+                .remove(0);
+        assert_eq!(
+            get_field_value(&obj, "spec.ports[1].port"),
+            Some(&Value::Int(81))
+        );
+        assert_eq!(
+            get_field_value(&obj, "spec.ports.0.name"),
+            Some(&Value::from("a"))
+        );
+        assert_eq!(
+            get_field_value(&obj, "spec.ports.[name=b].port"),
+            Some(&Value::Int(81))
+        );
+        assert_eq!(get_field_value(&obj, "spec.nope"), None);
+    }
+}

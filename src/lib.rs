@@ -1,0 +1,9 @@
+//! krmsync: a Kubernetes config-sync controller and a kustomize-compatible
+//! render engine.
+//!
+//! * [`kustomize`]: the render engine (`krmsync build`), pure and
+//!   network-free.
+//! * [`cli`]: the command-line interface.
+
+pub mod cli;
+pub mod kustomize;

@@ -1,0 +1,130 @@
+//! The `krmsync build` command line: exit codes, stdout/stderr contract,
+//! flags and output files.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn krmsync() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_krmsync"))
+}
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/hello/overlays/prod")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("krmsync-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn build_example_succeeds() {
+    let out = krmsync().arg("build").arg(example()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("name: prod-hello\n  namespace: hello-prod\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("image: ghcr.io/example/hello:1.2.0"),
+        "{text}"
+    );
+    assert!(text.contains("LOG_LEVEL: warn"), "{text}");
+    assert_eq!(text.matches("\n---\n").count(), 2);
+}
+
+#[test]
+fn errors_exit_1_with_empty_stdout_and_name_the_file() {
+    let dir = scratch("bad");
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        "resources: [missing.yaml]\n",
+    )
+    .unwrap();
+    let out = krmsync().arg("build").arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing.yaml"), "{err}");
+
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        "resources: []\nnotAField: 1\n",
+    )
+    .unwrap();
+    let out = krmsync().arg("build").arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("kustomization.yaml") && err.contains("notAField"),
+        "{err}"
+    );
+}
+
+#[test]
+fn output_file_and_directory() {
+    let dir = scratch("out");
+    let file = dir.join("all.yaml");
+    let out = krmsync()
+        .arg("build")
+        .arg(example())
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let stdout = krmsync()
+        .arg("build")
+        .arg(example())
+        .output()
+        .unwrap()
+        .stdout;
+    assert_eq!(std::fs::read(&file).unwrap(), stdout);
+
+    let per = dir.join("split");
+    std::fs::create_dir_all(&per).unwrap();
+    let out = krmsync()
+        .arg("build")
+        .arg(example())
+        .arg("-o")
+        .arg(&per)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_dir(&per).unwrap().count(), 3);
+}
+
+#[test]
+fn reorder_and_managedby_flags() {
+    let out = krmsync()
+        .args(["build", "--reorder", "none", "--enable-managedby-label"])
+        .arg(example())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("apiVersion: apps/v1\nkind: Deployment"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("app.kubernetes.io/managed-by: kustomize-(devel)")
+            .count(),
+        3
+    );
+
+    let bad = krmsync()
+        .args(["build", "--reorder", "sideways"])
+        .arg(example())
+        .output()
+        .unwrap();
+    assert_ne!(bad.status.code(), Some(0));
+}
