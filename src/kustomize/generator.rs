@@ -196,7 +196,7 @@ fn load_kv(args: &GeneratorArgs, kind: GenKind, loader: &Loader, env: EnvLookup)
                     if !is_config_map_key(&key) {
                         return Err(Error::invalid(format!("invalid key name '{key}'")));
                     }
-                    kv.binary.push((key, B64.encode(e.into_bytes())));
+                    kv.binary.push((key, encode_base64_lines(&e.into_bytes())));
                 } else {
                     kv.add(kind, &args.name, key, String::new())?;
                     if let Some(last) = kv.data.last_mut() {
@@ -207,6 +207,23 @@ fn load_kv(args: &GeneratorArgs, kind: GenKind, loader: &Loader, env: EnvLookup)
         }
     }
     Ok(kv)
+}
+
+/// Base64 as kustomize writes generated data: lines of 70 characters,
+/// each followed by a newline when there is more than one line.
+pub fn encode_base64_lines(data: &[u8]) -> String {
+    const LINE: usize = 70;
+    let enc = B64.encode(data);
+    if enc.len() / LINE + 1 <= 1 {
+        return enc;
+    }
+    let mut out = String::with_capacity(enc.len() + enc.len() / LINE + 1);
+    let bytes = enc.as_bytes();
+    for chunk in bytes.chunks(LINE) {
+        out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
+        out.push('\n');
+    }
+    out
 }
 
 fn string_map(pairs: &[(String, String)]) -> Mapping {
@@ -265,7 +282,7 @@ pub fn generate(
             let encoded: Vec<(String, String)> = kv
                 .data
                 .iter()
-                .map(|(k, v)| (k.clone(), B64.encode(v.as_bytes())))
+                .map(|(k, v)| (k.clone(), encode_base64_lines(v.as_bytes())))
                 .collect();
             if !encoded.is_empty() {
                 obj.insert("data".into(), Value::Map(string_map(&encoded)));
@@ -419,6 +436,18 @@ mod tests {
         .unwrap()
         .remove(0);
         assert_eq!(content_hash(&secret).unwrap(), "t86b282gdf");
+    }
+
+    #[test]
+    fn base64_wraps_at_70() {
+        assert_eq!(encode_base64_lines(b"x"), "eA==");
+        let long = encode_base64_lines(&[7u8; 60]);
+        let lines: Vec<&str> = long.split_terminator('\n').collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].len(), 70);
+        assert!(long.ends_with('\n'));
+        assert_eq!(encode_base64_lines(&[1u8; 51]).len(), 68);
+        assert_eq!(encode_base64_lines(&[1u8; 52]).len(), 74);
     }
 
     #[test]

@@ -126,7 +126,11 @@ fn apply_smp_at(
     let mut p = patch.clone();
     let api = r.api_version().to_string();
     if let Some(pm) = p.as_map_mut() {
-        pm.insert("apiVersion".into(), Value::from(api.as_str()));
+        if api.is_empty() {
+            pm.shift_remove("apiVersion");
+        } else {
+            pm.insert("apiVersion".into(), Value::from(api.as_str()));
+        }
     }
     let (name, ns, kind) = (
         r.name().to_string(),

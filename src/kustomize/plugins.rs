@@ -365,7 +365,17 @@ fn run_builtin_transformer(
             replacement::apply_replacements(m.resources_mut(), &parsed).map_err(Error::invalid)
         }
         "HashTransformer" => super::add_hashes(m, &schema),
-        "ValueAddTransformer" => value_add(m, obj, &schema),
+        "ValueAddTransformer" => {
+            // Without `value`, the name of the directory of the kustomization
+            // using the transformer is the value.
+            let default = t
+                .loader
+                .root()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            value_add(m, obj, &default, &schema)
+        }
         other => Err(Error::invalid(format!(
             "builtin {other} is a generator, not a transformer"
         ))),
@@ -374,8 +384,16 @@ fn run_builtin_transformer(
 
 /// ValueAddTransformer (alpha): writes `value` into `targets[].fieldPath`
 /// of the selected resources.
-fn value_add(m: &mut ResMap, obj: &Value, schema: &super::openapi::Schema) -> Result<()> {
-    let value = s(field(obj, "value"));
+fn value_add(
+    m: &mut ResMap,
+    obj: &Value,
+    default: &str,
+    schema: &super::openapi::Schema,
+) -> Result<()> {
+    let value = match field(obj, "value") {
+        Some(v) if !v.is_null() => s(Some(v)),
+        _ => default.to_string(),
+    };
     let Some(targets) = field(obj, "targets").and_then(Value::as_seq) else {
         return Ok(());
     };
@@ -472,9 +490,13 @@ pub fn run_validators(t: &Target, _ra: &mut Accumulator) -> Result<()> {
     }
 }
 
-/// `crds:` entries: OpenAPI definitions whose properties carry
-/// `x-kubernetes-object-ref-kind` / `x-kubernetes-object-ref-name-key`
-/// annotations add name-reference field specs.
+/// `crds:` entries (legacy): OpenAPI definitions keyed by Go type name.
+/// For every definition that looks like a Kubernetes type (it has `kind`,
+/// `apiVersion` and `metadata` properties) the properties are walked,
+/// following `$ref`s: `x-kubernetes-object-ref-kind` (with optional
+/// `-api-version` and `-name-key`) adds a name-reference field spec,
+/// `x-kubernetes-label-selector` a label field spec and
+/// `x-kubernetes-annotation` an annotation field spec.
 pub fn config_from_crd(loader: &Loader, file: &str) -> Result<TransformerConfig> {
     let text = loader.read_string(file)?;
     let docs = parse::parse_documents(&text)
@@ -483,39 +505,68 @@ pub fn config_from_crd(loader: &Loader, file: &str) -> Result<TransformerConfig>
     for d in docs {
         let Some(defs) = d.as_map() else { continue };
         for (type_name, def) in defs {
-            let kind = type_name
-                .rsplit('.')
-                .next()
-                .unwrap_or(type_name)
-                .to_string();
-            let props = def
-                .get_path(&["Schema", "properties"])
-                .or_else(|| def.get("properties"));
-            if let Some(Value::Map(props)) = props {
-                collect_crd_refs(&kind, props, "", &mut cfg);
+            let Some(props) = crd_props(def) else {
+                continue;
+            };
+            if !["kind", "apiVersion", "metadata"]
+                .iter()
+                .all(|k| props.contains_key(*k))
+            {
+                continue;
             }
+            let kind = type_name.rsplit('.').next().unwrap_or(type_name);
+            let gvk = super::resid::Gvk::new("", "", kind);
+            let mut path = Vec::new();
+            collect_crd_refs(defs, &gvk, type_name, &mut path, &mut cfg, 0);
         }
     }
     Ok(cfg)
 }
 
-fn collect_crd_refs(kind: &str, props: &Mapping, prefix: &str, cfg: &mut TransformerConfig) {
-    for (name, p) in props {
-        let path = if prefix.is_empty() {
-            name.clone()
-        } else {
-            format!("{prefix}/{name}")
+fn crd_props(def: &Value) -> Option<&Mapping> {
+    def.get_path(&["Schema", "properties"])
+        .or_else(|| def.get("properties"))
+        .and_then(Value::as_map)
+}
+
+fn collect_crd_refs(
+    defs: &Mapping,
+    gvk: &super::resid::Gvk,
+    type_name: &str,
+    path: &mut Vec<String>,
+    cfg: &mut TransformerConfig,
+    depth: usize,
+) {
+    if depth > 64 {
+        return;
+    }
+    let Some(props) = defs.get(type_name).and_then(crd_props) else {
+        return;
+    };
+    for (prop, p) in props {
+        path.push(prop.clone());
+        let spec_at = |extra: Option<&str>| {
+            let mut parts = path.clone();
+            if let Some(e) = extra {
+                parts.push(e.to_string());
+            }
+            FieldSpec::new(gvk.clone(), &parts.join("/"), false)
         };
+        if p.get("x-kubernetes-label-selector").is_some() {
+            cfg.common_labels.push(spec_at(None));
+        }
+        if p.get("x-kubernetes-annotation").is_some() {
+            cfg.common_annotations.push(spec_at(None));
+        }
         if let Some(ref_kind) = p.str_at(&["x-kubernetes-object-ref-kind"]) {
             let name_key = p
                 .str_at(&["x-kubernetes-object-ref-name-key"])
                 .unwrap_or("name");
-            let fs = FieldSpec::new(
-                super::resid::Gvk::new("", "", kind),
-                &format!("{path}/{name_key}"),
-                false,
-            );
-            let target = super::resid::Gvk::new("", "", ref_kind);
+            let version = p
+                .str_at(&["x-kubernetes-object-ref-api-version"])
+                .unwrap_or("");
+            let target = super::resid::Gvk::new("", version, ref_kind);
+            let fs = spec_at(Some(name_key));
             match cfg.name_reference.iter_mut().find(|r| r.gvk == target) {
                 Some(r) => r.referrers.push(fs),
                 None => cfg.name_reference.push(super::fieldspec::NameBackRef {
@@ -524,8 +575,9 @@ fn collect_crd_refs(kind: &str, props: &Mapping, prefix: &str, cfg: &mut Transfo
                 }),
             }
         }
-        if let Some(Value::Map(inner)) = p.get("properties") {
-            collect_crd_refs(kind, inner, &path, cfg);
+        if let Some(r) = p.str_at(&["$ref"]) {
+            collect_crd_refs(defs, gvk, r, path, cfg, depth + 1);
         }
+        path.pop();
     }
 }

@@ -34,7 +34,7 @@ impl Accumulator {
     pub fn new() -> Accumulator {
         Accumulator {
             resources: ResMap::new(),
-            config: TransformerConfig::defaults(),
+            config: TransformerConfig::default(),
             vars: Vec::new(),
         }
     }
@@ -198,7 +198,8 @@ impl<'o> Target<'o> {
             .unwrap_or(Value::Null);
         let kust = Kustomization::decode(&doc, &path.display().to_string())?;
         if !kust.openapi.is_empty() {
-            let schema = load_openapi(&loader, &kust.openapi)?;
+            let nested = build_metadata.is_some();
+            let schema = load_openapi(&loader, &kust.openapi, nested)?;
             let mut chosen = ctx.chosen_schema.borrow_mut();
             if chosen.is_none() {
                 *chosen = Some(schema);
@@ -228,6 +229,11 @@ impl<'o> Target<'o> {
     pub fn accumulate(&self, ra: &mut Accumulator) -> Result<()> {
         self.accumulate_resources(ra)
             .map_err(|e| e.context("accumulating resources"))?;
+        // kustomize: without `configurations:` a kustomization contributes
+        // the default field specs; with it, only the listed files.
+        if self.kust.configurations.is_empty() {
+            ra.config.merge(&TransformerConfig::defaults())?;
+        }
         for c in &self.kust.configurations {
             let text = self.loader.read_string(c)?;
             let docs = parse::parse_documents(&text)
@@ -541,7 +547,10 @@ fn check_resource(r: &Resource, file: &str) -> Result<()> {
     Ok(())
 }
 
-fn load_openapi(loader: &Loader, spec: &[(String, String)]) -> Result<Arc<Schema>> {
+/// The schema an `openapi:` field selects. A custom schema named by the
+/// top-level kustomization replaces the builtin one; one named by a nested
+/// kustomization or component is added to it (kustomize's behaviour).
+fn load_openapi(loader: &Loader, spec: &[(String, String)], nested: bool) -> Result<Arc<Schema>> {
     let mut version = None;
     let mut custom = None;
     for (k, v) in spec {
@@ -558,7 +567,12 @@ fn load_openapi(loader: &Loader, spec: &[(String, String)]) -> Result<Arc<Schema
             }
         }
     }
-    Schema::for_openapi_field(version, custom.as_ref()).map_err(Error::invalid)
+    match (nested, version, &custom) {
+        (true, None, Some(doc)) => Schema::merged_with_builtin(doc)
+            .map(Arc::new)
+            .map_err(Error::invalid),
+        _ => Schema::for_openapi_field(version, custom.as_ref()).map_err(Error::invalid),
+    }
 }
 
 fn string_map_of(v: Option<&Value>) -> Mapping {

@@ -155,7 +155,15 @@ pub fn namespace(
             }
         }
         for fs in specs {
-            if fs.path == "metadata/namespace" || !fs.applies_to(&gvk) {
+            // metadata/namespace is handled above; metadata/name (Namespace
+            // objects) only for core `v1` objects, as kustomize does.
+            if fs.path == "metadata/namespace"
+                || (fs.path == "metadata/name" && gvk.api_version() != "v1")
+                || (is_binding
+                    && fs.path == "subjects/namespace"
+                    && (fs.gvk.kind == "RoleBinding" || fs.gvk.kind == "ClusterRoleBinding"))
+                || !fs.applies_to(&gvk)
+            {
                 continue;
             }
             let id = r.cur_id();

@@ -109,6 +109,36 @@ impl Schema {
         Schema::parse_document(doc, false)
     }
 
+    /// A custom schema set by a *nested* kustomization or component: kustomize
+    /// adds its definitions to the schema already loaded (the builtin one),
+    /// so references to Kubernetes types the document does not define (a
+    /// `PodTemplateSpec` inside a custom kind, say) still resolve.
+    pub fn merged_with_builtin(custom: &Value) -> Result<Schema, String> {
+        let base = serde_json::from_str::<serde_json::Value>(BUILTIN_JSON)
+            .map(|v| from_json(&v))
+            .map_err(|e| format!("builtin schema: {e}"))?;
+        let mut doc = match base {
+            Value::Map(m) => m,
+            _ => return Err("builtin schema is not a map".to_string()),
+        };
+        let Some(custom_map) = custom.as_map() else {
+            return Schema::from_openapi_document(custom);
+        };
+        for section in ["definitions", "paths"] {
+            if let Some(Value::Map(extra)) = custom_map.get(section) {
+                let entry = doc
+                    .entry(section.to_string())
+                    .or_insert_with(|| Value::Map(Mapping::new()));
+                if let Value::Map(target) = entry {
+                    for (k, v) in extra {
+                        target.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        Schema::parse_document(&Value::Map(doc), true)
+    }
+
     /// Parses an OpenAPI document; `builtin` marks the embedded data, which
     /// carries its own table of cluster-scoped kinds (others share it).
     fn parse_document(doc: &Value, builtin: bool) -> Result<Schema, String> {

@@ -83,6 +83,7 @@ impl ParseError {
 /// call; an error in the first document is returned.
 pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
     let text = normalize_newlines(src);
+    check_directives(&text, 0)?;
     let mut reader = DocReader::new(&text, Mode::Lenient);
     let mut out = Vec::new();
     loop {
@@ -113,6 +114,7 @@ pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
     let chunks = split_chunks(&text)?;
     let mut out = Vec::with_capacity(chunks.len());
     for chunk in chunks {
+        check_directives(chunk.text, chunk.line_offset)?;
         let mut reader = DocReader::new(chunk.text, Mode::Strict);
         reader.line_offset = chunk.line_offset;
         let value = match reader.next_document() {
@@ -215,6 +217,63 @@ fn split_chunks(text: &str) -> Result<Vec<Chunk<'_>>, ParseError> {
         line_offset: prev_line,
     });
     Ok(chunks)
+}
+
+/// go-yaml only knows `%YAML 1.1`, and a directive must be followed by an
+/// explicit `---`; saphyr is more forgiving, so these cases are checked
+/// here with libyaml's wording and line numbering.
+fn check_directives(text: &str, line_offset: usize) -> Result<(), ParseError> {
+    let err = |msg: &str, line0: usize, scanner: bool| {
+        let shown = if scanner { line0 + 1 } else { line0 };
+        let message = if line0 == 0 {
+            format!("yaml: {msg}")
+        } else {
+            format!("yaml: line {shown}: {msg}")
+        };
+        ParseError::new(message, line0 + 1 + line_offset, 1)
+    };
+    let mut saw_directive = false;
+    for (i, line) in text.split('\n').enumerate() {
+        let line = if i == 0 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            line
+        };
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if line.starts_with('%') {
+            saw_directive = true;
+            if let Some(rest) = line.strip_prefix("%YAML") {
+                let version = rest.split_whitespace().next().unwrap_or("");
+                if version != "1.1" {
+                    return Err(err("found incompatible YAML document", i, false));
+                }
+            }
+            continue;
+        }
+        if !saw_directive || line.starts_with("---") {
+            return Ok(());
+        }
+        if trimmed.contains(": ") || trimmed.ends_with(':') {
+            return Err(err(
+                "mapping values are not allowed in this context",
+                i,
+                true,
+            ));
+        }
+        return Err(err("did not find expected <document start>", i, false));
+    }
+    if saw_directive {
+        let eof_line = text.matches('\n').count();
+        return Err(err(
+            "did not find expected <document start>",
+            eof_line,
+            false,
+        ));
+    }
+    Ok(())
 }
 
 fn count_newlines(bytes: &[u8], from: usize, to: usize) -> usize {
@@ -484,10 +543,11 @@ fn decode_tagged(v2: bool, tag: RTag, value: &str) -> N {
     if rtag == tag {
         return node;
     }
-    if tag == RTag::Float && rtag == RTag::Int {
-        if let N::Int(i) = node {
-            return N::Float(i as f64);
-        }
+    if tag == RTag::Float
+        && rtag == RTag::Int
+        && let N::Int(i) = node
+    {
+        return N::Float(i as f64);
     }
     N::Fail(
         format!(
@@ -547,12 +607,11 @@ fn resolve_plain_with(v2: bool, tag: RTag, value: &str) -> (RTag, N) {
             if let Some(u) = go_parse_uint(&plain) {
                 return (RTag::Int, N::UInt(u));
             }
-            if is_yaml_style_float(&plain) {
-                if let Ok(f) = plain.parse::<f64>() {
-                    if f.is_finite() {
-                        return (RTag::Float, N::Float(f));
-                    }
-                }
+            if is_yaml_style_float(&plain)
+                && let Ok(f) = plain.parse::<f64>()
+                && f.is_finite()
+            {
+                return (RTag::Float, N::Float(f));
             }
         }
         _ => {}
@@ -760,7 +819,7 @@ fn go_base64_decode(s: &str) -> Option<Vec<u8>> {
         })
     }
     let clean: Vec<u8> = s.bytes().filter(|&c| c != b'\n' && c != b'\r').collect();
-    if clean.len() % 4 != 0 {
+    if !clean.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(clean.len() / 4 * 3);
@@ -1314,6 +1373,10 @@ struct Frame {
     item_alias: Vec<bool>,
     /// This map is the resource's `metadata.annotations` (strict mode).
     ann: bool,
+    /// Scalar values directly in this collection keep their source text
+    /// and nested collections become "" (annotations and what merges into
+    /// them).
+    ann_raw: bool,
     /// This collection is a value inside `metadata.annotations`.
     ann_value: bool,
 }
@@ -1408,7 +1471,14 @@ impl Builder {
     }
 
     fn top_is_ann(&self) -> bool {
-        self.stack.last().is_some_and(|f| f.ann)
+        self.stack.last().is_some_and(|f| f.ann_raw)
+    }
+
+    /// The open collection is a sequence given as a merge value.
+    fn top_is_merge_seq(&self) -> bool {
+        self.stack
+            .last()
+            .is_some_and(|f| f.track_alias && matches!(f.body, Body::Seq(_)))
     }
 
     fn pending_merge(&self) -> bool {
@@ -1579,9 +1649,14 @@ impl Builder {
             ));
         }
         let is_key = self.expecting_key();
-        let ann_value = !is_key && self.top_is_ann();
+        let merge_value = self.pending_merge();
+        let parent_raw = self.top_is_ann();
+        let in_merge_seq = self.top_is_merge_seq();
         let ann = is_map && self.at_annotations();
-        let track_alias = !is_map && self.pending_merge();
+        // What merges into the annotations keeps its values as text too.
+        let ann_raw = ann || (parent_raw && merge_value) || (parent_raw && in_merge_seq && is_map);
+        let ann_value = parent_raw && !is_key && !merge_value && !in_merge_seq;
+        let track_alias = !is_map && merge_value;
         // Flow collections start with a one-character `[` / `{` token; block
         // ones with an empty span.
         let flow = span.end.index() > span.start.index();
@@ -1600,6 +1675,7 @@ impl Builder {
             track_alias,
             item_alias: Vec::new(),
             ann,
+            ann_raw,
             ann_value,
         });
         Ok(())
@@ -1931,24 +2007,25 @@ fn kyaml_merge_all(
     // Materialize: own values are moved on first use, everything else cloned.
     let mut own_slots: Vec<Option<Entry>> = own.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(rn.len());
+    let mut uses = vec![0u32; own_slots.len()];
+    for (r, _) in &rn {
+        if let Ref::Own(i) = r
+            && let Some(u) = uses.get_mut(*i)
+        {
+            *u += 1;
+        }
+    }
     let mut own_copy: Vec<Option<Entry>> = Vec::new();
+    own_copy.resize_with(own_slots.len(), || None);
     for (r, after) in &rn {
         let mut e = match *r {
             Ref::Own(i) => match own_slots.get_mut(i).and_then(Option::take) {
                 Some(e) => {
-                    if own_copy.len() <= i {
-                        own_copy.resize_with(i + 1, || None);
-                    }
                     // Keep a copy only if a later slot needs this entry too.
-                    if rn
-                        .iter()
-                        .filter(|(x, _)| matches!(x, Ref::Own(k) if *k == i))
-                        .count()
-                        > 1
+                    if uses.get(i).is_some_and(|&u| u > 1)
+                        && let Some(slot) = own_copy.get_mut(i)
                     {
-                        if let Some(slot) = own_copy.get_mut(i) {
-                            *slot = Some(clone_entry(&e));
-                        }
+                        *slot = Some(clone_entry(&e));
                     }
                     e
                 }
@@ -2364,13 +2441,9 @@ fn json_check(root: &N) -> (Option<JsonErr>, bool) {
             _ => None,
         };
         match problem {
-            Some(JsonErr::BadFloat(f)) => {
-                if first.is_none() {
-                    first = Some(JsonErr::BadFloat(f));
-                }
-            }
+            Some(JsonErr::BadFloat(f)) if first.is_none() => first = Some(JsonErr::BadFloat(f)),
+            Some(JsonErr::BadFloat(_)) | None => {}
             Some(p) => return (Some(first.unwrap_or(p)), true),
-            None => {}
         }
     }
     (first, false)
@@ -2462,10 +2535,11 @@ fn to_value(root: N, mode: Mode) -> Result<Value, ParseError> {
                 }
                 leaf => match leaf_value(leaf) {
                     Ok(v) => {
-                        if let Value::Float(f) = v {
-                            if !f.is_finite() && bad_float.is_none() {
-                                bad_float = Some(f);
-                            }
+                        if let Value::Float(f) = v
+                            && !f.is_finite()
+                            && bad_float.is_none()
+                        {
+                            bad_float = Some(f);
                         }
                         done = Some(v);
                     }
@@ -2536,14 +2610,14 @@ fn to_value(root: N, mode: Mode) -> Result<Value, ParseError> {
         drop_deep(n);
     }
     let value = result?;
-    if mode == Mode::Lenient {
-        if let Some(f) = bad_float {
-            return Err(ParseError::new(
-                format!("json: unsupported value: {}", go_format_float(f, false)),
-                0,
-                0,
-            ));
-        }
+    if mode == Mode::Lenient
+        && let Some(f) = bad_float
+    {
+        return Err(ParseError::new(
+            format!("json: unsupported value: {}", go_format_float(f, false)),
+            0,
+            0,
+        ));
     }
     Ok(value)
 }
@@ -2725,10 +2799,10 @@ impl LineMap {
 }
 
 fn toggle(stack: &mut [(bool, bool, bool)]) {
-    if let Some(top) = stack.last_mut() {
-        if top.0 {
-            top.2 = !top.2;
-        }
+    if let Some(top) = stack.last_mut()
+        && top.0
+    {
+        top.2 = !top.2;
     }
 }
 
@@ -2971,7 +3045,7 @@ fn go_format_float(f: f64, bits32: bool) -> String {
     if neg {
         out.push('-');
     }
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let (first, rest) = digits.split_at(1);
         out.push_str(first);
         if !rest.is_empty() {
