@@ -142,17 +142,6 @@ fn is_local_config(r: &Resource) -> bool {
         == Some("true")
 }
 
-fn origin_text(o: &Origin) -> String {
-    if o.config_kind.is_empty() {
-        format!("path: {}\n", o.path)
-    } else {
-        format!(
-            "configuredIn: {}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {}\n",
-            o.config_path, o.config_kind
-        )
-    }
-}
-
 /// Builds the kustomization in directory `dir` (absolute) of `fs`.
 pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result<Rendered> {
     let loader = Loader::new(fs, dir, opts.load_restrictor)?;
@@ -225,6 +214,10 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
         .build_metadata
         .iter()
         .any(|b| b == "originAnnotations");
+    let transformations = target
+        .build_metadata
+        .iter()
+        .any(|b| b == "transformerAnnotations");
     let mut out = Vec::with_capacity(resources.len());
     for mut r in resources {
         if managed_by && let Some(labels) = r.obj.ensure_map_path(&["metadata", "labels"]) {
@@ -233,8 +226,17 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
                 Value::from("kustomize-(devel)"),
             );
         }
+        if transformations && !r.transformations.is_empty() {
+            let text = Origin::list_annotation(&r.transformations);
+            if let Some(ann) = r.obj.ensure_map_path(&["metadata", "annotations"]) {
+                ann.insert(
+                    "alpha.config.kubernetes.io/transformations".into(),
+                    Value::String(text),
+                );
+            }
+        }
         if origins && let Some(o) = &r.origin {
-            let text = origin_text(o);
+            let text = o.annotation();
             if let Some(ann) = r.obj.ensure_map_path(&["metadata", "annotations"]) {
                 ann.insert("config.kubernetes.io/origin".into(), Value::String(text));
             }

@@ -174,8 +174,22 @@ fn generator_args(obj: &Value, secret: bool) -> Result<GeneratorArgs> {
         _ => None,
     };
     Ok(GeneratorArgs {
-        name: s(obj.get_path(&["metadata", "name"])),
-        namespace: s(obj.get_path(&["metadata", "namespace"])),
+        name: {
+            let n = s(field(obj, "name"));
+            if n.is_empty() {
+                s(obj.get_path(&["metadata", "name"]))
+            } else {
+                n
+            }
+        },
+        namespace: {
+            let n = s(field(obj, "namespace"));
+            if n.is_empty() {
+                s(obj.get_path(&["metadata", "namespace"]))
+            } else {
+                n
+            }
+        },
         behavior: s(field(obj, "behavior")),
         literals: str_list(field(obj, "literals")),
         files: str_list(field(obj, "files")),
@@ -211,13 +225,8 @@ pub fn run_generator_entry(t: &Target, _ra: &Accumulator, entry: &String) -> Res
                     GenKind::ConfigMap
                 };
                 let mut r = generate(&args, gk, None, &t.loader, &*env)?;
-                if t.build_metadata.iter().any(|b| b == "originAnnotations") {
-                    r.origin = Some(super::resource::Origin {
-                        path: String::new(),
-                        config_kind: kind.clone(),
-                        config_path: origin.map(|o| o.path).unwrap_or_default(),
-                    });
-                }
+                r.origin =
+                    t.config_origin(&kind, cfg.name(), origin.as_ref().map(|o| o.path.as_str()));
                 out.push(r);
             }
             "IAMPolicyGenerator" => out.push(iam_policy(obj)?),
@@ -275,6 +284,17 @@ pub fn run_transformer_entry(t: &Target, ra: &mut Accumulator, entry: &String) -
         }
         run_builtin_transformer(t, ra, &kind, &cfg.obj)
             .map_err(|e| e.context(format!("builtin {kind}")))?;
+        let origin = t
+            .config_origin(
+                &kind,
+                cfg.name(),
+                cfg.origin.as_ref().map(|o| o.path.as_str()),
+            )
+            .map(|mut o| {
+                o.configured_by_namespace = cfg.namespace().to_string();
+                o
+            });
+        t.record_transformer(ra, origin);
     }
     Ok(())
 }

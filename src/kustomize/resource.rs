@@ -32,14 +32,68 @@ impl Behavior {
     }
 }
 
-/// Where a resource came from (for `buildMetadata: [originAnnotations]`).
+/// Where a resource came from, or which transformer touched it
+/// (`buildMetadata: [originAnnotations, transformerAnnotations]`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Origin {
-    /// Path relative to the top-level kustomization root.
+    /// File the resource was read from, relative to the top-level root.
     pub path: String,
-    /// For generated resources: the generator's kind and the file configuring it.
-    pub config_kind: String,
-    pub config_path: String,
+    /// For generated/transformed resources: the file configuring the
+    /// generator or transformer, relative to the top-level root.
+    pub configured_in: String,
+    /// Kind and (for plugin configs) name of the builtin generator or
+    /// transformer.
+    pub configured_by_kind: String,
+    pub configured_by_name: String,
+    pub configured_by_namespace: String,
+}
+
+impl Origin {
+    /// The YAML kustomize writes for an origin, each line after the first
+    /// prefixed with `indent`.
+    fn write_yaml(&self, out: &mut String, first: &str, indent: &str) {
+        let mut lead = first;
+        let mut line = |out: &mut String, text: &str| {
+            out.push_str(lead);
+            out.push_str(text);
+            out.push('\n');
+            lead = indent;
+        };
+        if !self.path.is_empty() {
+            line(out, &format!("path: {}", self.path));
+        }
+        if !self.configured_in.is_empty() {
+            line(out, &format!("configuredIn: {}", self.configured_in));
+            line(out, "configuredBy:");
+            line(out, "  apiVersion: builtin");
+            line(out, &format!("  kind: {}", self.configured_by_kind));
+            if !self.configured_by_name.is_empty() {
+                line(out, &format!("  name: {}", self.configured_by_name));
+            }
+            if !self.configured_by_namespace.is_empty() {
+                line(
+                    out,
+                    &format!("  namespace: {}", self.configured_by_namespace),
+                );
+            }
+        }
+    }
+
+    /// Value of the `config.kubernetes.io/origin` annotation.
+    pub fn annotation(&self) -> String {
+        let mut out = String::new();
+        self.write_yaml(&mut out, "", "");
+        out
+    }
+
+    /// Value of the `alpha.config.kubernetes.io/transformations` annotation.
+    pub fn list_annotation(list: &[Origin]) -> String {
+        let mut out = String::new();
+        for o in list {
+            o.write_yaml(&mut out, "- ", "  ");
+        }
+        out
+    }
 }
 
 /// One resource plus the bookkeeping kustomize keeps beside it.

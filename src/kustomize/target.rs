@@ -221,8 +221,45 @@ impl<'o> Target<'o> {
         Loader::relative_to(&abs, &self.top_root)
     }
 
+    /// Origins are tracked whenever `buildMetadata` asks for anything.
     fn wants_origin(&self) -> bool {
-        self.build_metadata.iter().any(|b| b == "originAnnotations")
+        !self.build_metadata.is_empty()
+    }
+
+    /// The origin of a builtin generator/transformer configured in this
+    /// kustomization file (or in `config_file`, for plugin configs).
+    pub fn config_origin(
+        &self,
+        kind: &str,
+        name: &str,
+        config_file: Option<&str>,
+    ) -> Option<Origin> {
+        self.wants_origin().then(|| Origin {
+            configured_in: config_file
+                .map(str::to_string)
+                .unwrap_or_else(|| self.origin_path(&self.file_name)),
+            configured_by_kind: kind.to_string(),
+            configured_by_name: name.to_string(),
+            ..Default::default()
+        })
+    }
+
+    /// Records that a transformer ran over every resource accumulated so far
+    /// (kustomize annotates all of them, changed or not).
+    pub fn record_transformer(&self, ra: &mut Accumulator, origin: Option<Origin>) {
+        let Some(o) = origin else { return };
+        for r in ra.resources.resources_mut().iter_mut() {
+            if r.origin.is_none() {
+                r.origin = Some(o.clone());
+            } else {
+                r.transformations.push(o.clone());
+            }
+        }
+    }
+
+    fn record(&self, ra: &mut Accumulator, kind: &str) {
+        let o = self.config_origin(kind, "", None);
+        self.record_transformer(ra, o);
     }
 
     /// Accumulates this kustomization into `ra`.
@@ -381,11 +418,7 @@ impl<'o> Target<'o> {
     }
 
     fn generator_origin(&self, kind: &str) -> Option<Origin> {
-        self.wants_origin().then(|| Origin {
-            path: String::new(),
-            config_kind: kind.to_string(),
-            config_path: self.origin_path(&self.file_name),
-        })
+        self.config_origin(kind, "", None)
     }
 
     fn run_generators(&self, ra: &mut Accumulator) -> Result<()> {
@@ -433,9 +466,11 @@ impl<'o> Target<'o> {
         if !k.patches_strategic_merge.is_empty() {
             let loaded = patches::load_strategic_merge(&self.loader, &k.patches_strategic_merge)?;
             patches::apply_strategic_merge_by_id(&mut ra.resources, &loaded, schema)?;
+            self.record(ra, "PatchStrategicMergeTransformer");
         }
         for p in &k.patches {
             patches::apply_patch_entry(&self.loader, &mut ra.resources, p, schema)?;
+            self.record(ra, "PatchTransformer");
         }
         if !k.namespace.is_empty() {
             transform::namespace(
@@ -446,23 +481,30 @@ impl<'o> Target<'o> {
                 SubjectMode::DefaultOnly,
                 schema,
             )?;
+            self.record(ra, "NamespaceTransformer");
         }
-        transform::prefix_suffix(
-            &mut ra.resources,
-            &k.name_prefix,
-            "",
-            &ra.config.name_prefix,
-            &[],
-            schema,
-        )?;
-        transform::prefix_suffix(
-            &mut ra.resources,
-            "",
-            &k.name_suffix,
-            &[],
-            &ra.config.name_suffix,
-            schema,
-        )?;
+        if !k.name_prefix.is_empty() {
+            transform::prefix_suffix(
+                &mut ra.resources,
+                &k.name_prefix,
+                "",
+                &ra.config.name_prefix,
+                &[],
+                schema,
+            )?;
+            self.record(ra, "PrefixTransformer");
+        }
+        if !k.name_suffix.is_empty() {
+            transform::prefix_suffix(
+                &mut ra.resources,
+                "",
+                &k.name_suffix,
+                &[],
+                &ra.config.name_suffix,
+                schema,
+            )?;
+            self.record(ra, "SuffixTransformer");
+        }
         for l in &k.labels {
             let mut specs: Vec<FieldSpec> = Vec::new();
             for f in &l.fields {
@@ -481,19 +523,27 @@ impl<'o> Target<'o> {
             }
             merge_specs(&mut specs, &ra.config.labels);
             transform::set_map_entries(&mut ra.resources, &l.pairs, &specs)?;
+            self.record(ra, "LabelTransformer");
         }
-        transform::set_map_entries(
-            &mut ra.resources,
-            &k.common_labels,
-            &ra.config.common_labels,
-        )?;
-        transform::set_map_entries(
-            &mut ra.resources,
-            &k.common_annotations,
-            &ra.config.common_annotations,
-        )?;
+        if !k.common_labels.is_empty() {
+            transform::set_map_entries(
+                &mut ra.resources,
+                &k.common_labels,
+                &ra.config.common_labels,
+            )?;
+            self.record(ra, "LabelTransformer");
+        }
+        if !k.common_annotations.is_empty() {
+            transform::set_map_entries(
+                &mut ra.resources,
+                &k.common_annotations,
+                &ra.config.common_annotations,
+            )?;
+            self.record(ra, "AnnotationsTransformer");
+        }
         for p in &k.patches_json6902 {
             patches::apply_json6902_entry(&self.loader, &mut ra.resources, p)?;
+            self.record(ra, "PatchJson6902Transformer");
         }
         for rep in &k.replicas {
             transform::replicas(
@@ -501,13 +551,18 @@ impl<'o> Target<'o> {
                 std::slice::from_ref(rep),
                 &ra.config.replicas,
             )?;
+            self.record(ra, "ReplicaCountTransformer");
         }
         if !k.images.is_empty() {
             let custom = custom_image_specs(&ra.config.images);
-            transform::images(&mut ra.resources, &k.images, &custom)?;
+            for img in &k.images {
+                transform::images(&mut ra.resources, std::slice::from_ref(img), &custom)?;
+                self.record(ra, "ImageTagTransformer");
+            }
         }
         if !k.replacements.is_empty() {
             plugins::run_replacements(&self.loader, &mut ra.resources, &k.replacements)?;
+            self.record(ra, "ReplacementTransformer");
         }
         for entry in &k.transformers {
             plugins::run_transformer_entry(self, ra, entry)?;

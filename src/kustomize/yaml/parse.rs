@@ -82,19 +82,31 @@ impl ParseError {
 /// error found in a later document ends the list instead of failing the
 /// call; an error in the first document is returned.
 pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
-    let text = normalize_newlines(src);
+    let mut text = normalize_newlines(src);
     check_directives(&text, 0)?;
-    let mut reader = DocReader::new(&text, Mode::Lenient);
-    let mut out = Vec::new();
-    loop {
-        let step = reader
-            .next_document()
-            .and_then(|doc| doc.map(|d| finish_lenient(d.root)).transpose());
-        match step {
-            Ok(Some(v)) => out.push(v),
-            Ok(None) => return Ok(out),
-            Err(e) if out.is_empty() => return Err(e),
-            Err(_) => return Ok(out),
+    let mut retries = 0;
+    'retry: loop {
+        let mut reader = DocReader::new(&text, Mode::Lenient);
+        let mut out = Vec::new();
+        loop {
+            let step = reader
+                .next_document()
+                .and_then(|doc| doc.map(|d| finish_lenient(d.root)).transpose());
+            match step {
+                Ok(Some(v)) => out.push(v),
+                Ok(None) => return Ok(out),
+                Err(e) if out.is_empty() => {
+                    if retries < MAX_RETRIES
+                        && let Some(patched) = patch_tab_after_colon(&text, &e, 0)
+                    {
+                        retries += 1;
+                        text = Cow::Owned(patched);
+                        continue 'retry;
+                    }
+                    return Err(e);
+                }
+                Err(_) => return Ok(out),
+            }
         }
     }
 }
@@ -115,12 +127,33 @@ pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
     let mut out = Vec::with_capacity(chunks.len());
     for chunk in chunks {
         check_directives(chunk.text, chunk.line_offset)?;
-        let mut reader = DocReader::new(chunk.text, Mode::Strict);
-        reader.line_offset = chunk.line_offset;
-        let value = match reader.next_document() {
-            Ok(Some(doc)) => finish_strict(doc, chunk)?,
-            Ok(None) => Value::Null,
-            Err(e) => return Err(e),
+        let mut patched: Option<String> = None;
+        let mut retries = 0;
+        let value = loop {
+            let piece = Chunk {
+                text: patched.as_deref().unwrap_or(chunk.text),
+                line_offset: chunk.line_offset,
+            };
+            let mut reader = DocReader::new(piece.text, Mode::Strict);
+            reader.line_offset = chunk.line_offset;
+            match reader.next_document() {
+                Ok(Some(doc)) => break finish_strict(doc, piece)?,
+                Ok(None) => break Value::Null,
+                Err(e) => {
+                    let again = if retries < MAX_RETRIES {
+                        patch_tab_after_colon(piece.text, &e, chunk.line_offset)
+                    } else {
+                        None
+                    };
+                    match again {
+                        Some(t) => {
+                            retries += 1;
+                            patched = Some(t);
+                        }
+                        None => return Err(e),
+                    }
+                }
+            }
         };
         out.push(value);
     }
@@ -146,6 +179,51 @@ pub fn go_repr(value: &Value) -> String {
 
 /// Deepest nesting of collections accepted (go-yaml's own limit).
 const MAX_DEPTH: usize = 10_000;
+
+/// How many `:<TAB>` spots one piece may need patched (see
+/// [`patch_tab_after_colon`]).
+const MAX_RETRIES: usize = 1_000;
+
+/// saphyr rejects a tab between a `:` and a value starting with a letter or
+/// `-` (`a:\tb`), which go-yaml accepts. Given that error, returns the text
+/// with the tabs before the reported position turned into spaces (same
+/// length, same line and column numbers).
+fn patch_tab_after_colon(text: &str, e: &ParseError, line_offset: usize) -> Option<String> {
+    if !e
+        .message
+        .contains("':' must be followed by a valid YAML whitespace")
+    {
+        return None;
+    }
+    let line = e.line.checked_sub(line_offset)?;
+    let col = e.column.checked_sub(1)?;
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n').nth(line - 2)?.0 + 1
+    };
+    let rest = text.get(line_start..)?;
+    let off = line_start + rest.char_indices().nth(col).map_or(rest.len(), |(b, _)| b);
+    let mut bytes = text.as_bytes().to_vec();
+    let mut i = off;
+    let mut changed = false;
+    while let Some(c) = i.checked_sub(1).and_then(|p| bytes.get_mut(p)) {
+        match *c {
+            b'\t' => {
+                *c = b' ';
+                changed = true;
+            }
+            b' ' => {}
+            _ => break,
+        }
+        i -= 1;
+    }
+    let colon_before = i.checked_sub(1).and_then(|p| bytes.get(p)) == Some(&b':');
+    if !changed || !colon_before {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
 
 /// Which of kustomize's two YAML readers is emulated.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -1291,11 +1369,14 @@ impl<'a> DocReader<'a> {
             "did not find expected <document-start>" => "did not find expected <document start>",
             "simple key expected" | "simple key expect ':'" => "could not find expected ':'",
             "recursion limit exceeded" => "exceeded max depth of 10000",
-            p if p.starts_with("unexpected character")
-                || p.starts_with("tab")
-                || p.contains("found a tab") =>
-            {
+            p if p.starts_with("unexpected character") => {
                 "found character that cannot start any token"
+            }
+            p if p.contains("block scalar content cannot start with a tab") => {
+                "found a tab character where an indentation space is expected"
+            }
+            p if p.starts_with("tab") || p.contains("found a tab") => {
+                "found a tab character that violates indentation"
             }
             p => p,
         };
@@ -1419,11 +1500,23 @@ struct Done {
     via_alias: bool,
     item_alias: Vec<bool>,
     end_line: u32,
+    requote: Option<Requote>,
+}
+
+/// Plain scalars the encoder cannot write plain in some places.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Requote {
+    /// A timestamp containing `:` (not plain inside a flow collection).
+    Colon,
+    /// An empty null (not plain in a flow collection or as a key).
+    Empty,
 }
 
 /// An anchored node, ready to be copied by aliases.
 struct Anchored {
+    /// The node as written (never `Requoted`).
     node: N,
+    requote: Option<Requote>,
     meta: KeyMeta,
     merge: bool,
     size: usize,
@@ -1548,6 +1641,7 @@ impl Builder {
         let end_line = content_end_line(span);
         let is_key = self.expecting_key();
         self.total += 1;
+        let mut requote = None;
         let (node, meta, merge) = if !is_key && self.top_is_ann() {
             // kustomize rewrites annotations from their source text.
             let meta = KeyMeta {
@@ -1559,13 +1653,12 @@ impl Builder {
             let mut s = resolve_event(self.mode, &value, style, tag);
             let direct_str = s.tag == RTag::Str;
             if self.mode == Mode::Strict && tag.is_none() && style == ScalarStyle::Plain {
-                let flow = self.stack.last().is_some_and(|f| f.flow);
-                let requote = match s.tag {
-                    RTag::Timestamp => flow && value.contains(':'),
-                    RTag::Null => value.is_empty() && (flow || is_key),
-                    _ => false,
+                requote = match s.tag {
+                    RTag::Timestamp if value.contains(':') => Some(Requote::Colon),
+                    RTag::Null if value.is_empty() => Some(Requote::Empty),
+                    _ => None,
                 };
-                if requote {
+                if requote.is_some_and(|r| self.requotes(r, is_key)) {
                     let direct = std::mem::replace(&mut s.node, N::Null);
                     s.node = N::Requoted(Box::new((direct, value.to_string())));
                     s.tag = RTag::Str;
@@ -1600,8 +1693,18 @@ impl Builder {
             via_alias: false,
             item_alias: Vec::new(),
             end_line,
+            requote,
         };
         self.complete(done, anchor)
+    }
+
+    /// Whether a scalar of this kind gets quoted by the encoder here.
+    fn requotes(&self, r: Requote, is_key: bool) -> bool {
+        let flow = self.stack.last().is_some_and(|f| f.flow);
+        match r {
+            Requote::Colon => flow,
+            Requote::Empty => flow || is_key,
+        }
     }
 
     fn alias(&mut self, id: usize, span: Span) -> Result<(), ParseError> {
@@ -1616,7 +1719,8 @@ impl Builder {
         let size = a.size;
         let is_key = self.expecting_key();
         let ann = !is_key && self.top_is_ann();
-        let (node, mut meta, merge) = if ann {
+        let requote = a.requote;
+        let (mut node, mut meta, merge) = if ann {
             let text = match &a.node {
                 N::Seq(_) | N::Map(_) => String::new(),
                 n => a.meta.text(n).to_owned(),
@@ -1625,6 +1729,11 @@ impl Builder {
         } else {
             (clone_deep(&a.node), a.meta.clone(), a.merge && is_key)
         };
+        if !ann && requote.is_some_and(|r| self.requotes(r, is_key)) {
+            let text = meta.text(&node).to_owned();
+            node = N::Requoted(Box::new((node, text)));
+            meta.str_tag = true;
+        }
         self.charge(size)?;
         meta.line = line;
         meta.after = 0;
@@ -1635,6 +1744,7 @@ impl Builder {
             via_alias: true,
             item_alias: Vec::new(),
             end_line: content_end_line(span),
+            requote: None,
         };
         self.complete(done, 0)
     }
@@ -1642,11 +1752,12 @@ impl Builder {
     fn open(&mut self, is_map: bool, anchor: usize, span: Span) -> Result<(), ParseError> {
         if self.stack.len() >= MAX_DEPTH {
             let line = span.start.line();
-            return Err(ParseError::new(
-                format!("yaml: line {line}: exceeded max depth of {MAX_DEPTH}"),
-                line,
-                span.start.col() + 1,
-            ));
+            let message = if line > 1 {
+                format!("yaml: line {line}: exceeded max depth of {MAX_DEPTH}")
+            } else {
+                format!("yaml: exceeded max depth of {MAX_DEPTH}")
+            };
+            return Err(ParseError::new(message, line, span.start.col() + 1));
         }
         let is_key = self.expecting_key();
         let merge_value = self.pending_merge();
@@ -1710,6 +1821,7 @@ impl Builder {
             via_alias: false,
             item_alias: frame.item_alias,
             end_line,
+            requote: None,
         };
         self.complete(done, frame.anchor)
     }
@@ -1718,15 +1830,28 @@ impl Builder {
     fn complete(&mut self, done: Done, anchor: usize) -> Result<(), ParseError> {
         if anchor != 0 {
             let size = node_count(&done.node);
-            self.anchors.insert(
+            let (node, meta) = match &done.node {
+                // Aliases re-decide the quoting where they are used.
+                N::Requoted(b) => {
+                    let mut meta = done.meta.clone();
+                    meta.str_tag = meta.direct_str;
+                    (clone_deep(&b.0), meta)
+                }
+                n => (clone_deep(n), done.meta.clone()),
+            };
+            let old = self.anchors.insert(
                 anchor,
                 Anchored {
-                    node: clone_deep(&done.node),
-                    meta: done.meta.clone(),
+                    node,
+                    requote: done.requote,
+                    meta,
                     merge: done.merge,
                     size,
                 },
             );
+            if let Some(old) = old {
+                drop_deep(old.node);
+            }
         }
         let Some(frame) = self.stack.last_mut() else {
             self.root = Some(done.node);
