@@ -317,6 +317,37 @@ impl TransformerConfig {
         Ok(cfg)
     }
 
+    /// `self` with every non-empty field-spec list of `custom` replacing the
+    /// list of the same name; name references are merged.
+    pub fn overridden_by(&self, custom: &TransformerConfig) -> Result<TransformerConfig> {
+        fn pick(default: &[FieldSpec], custom: &[FieldSpec]) -> Vec<FieldSpec> {
+            if custom.is_empty() {
+                default.to_vec()
+            } else {
+                custom.to_vec()
+            }
+        }
+        let mut out = TransformerConfig {
+            name_prefix: pick(&self.name_prefix, &custom.name_prefix),
+            name_suffix: pick(&self.name_suffix, &custom.name_suffix),
+            common_labels: pick(&self.common_labels, &custom.common_labels),
+            template_labels: pick(&self.template_labels, &custom.template_labels),
+            labels: pick(&self.labels, &custom.labels),
+            common_annotations: pick(&self.common_annotations, &custom.common_annotations),
+            namespace: pick(&self.namespace, &custom.namespace),
+            var_reference: pick(&self.var_reference, &custom.var_reference),
+            name_reference: self.name_reference.clone(),
+            images: pick(&self.images, &custom.images),
+            replicas: pick(&self.replicas, &custom.replicas),
+        };
+        let refs_only = TransformerConfig {
+            name_reference: custom.name_reference.clone(),
+            ..Default::default()
+        };
+        out.merge(&refs_only)?;
+        Ok(out)
+    }
+
     /// Merges `other` into `self`: new specs are appended; a spec with the
     /// same GVK and path but a different `create` flag is a conflict.
     pub fn merge(&mut self, other: &TransformerConfig) -> Result<()> {

@@ -214,7 +214,8 @@ fn load_kv(args: &GeneratorArgs, kind: GenKind, loader: &Loader, env: EnvLookup)
 pub fn encode_base64_lines(data: &[u8]) -> String {
     const LINE: usize = 70;
     let enc = B64.encode(data);
-    if enc.len() / LINE + 1 <= 1 {
+    // kustomize: lines = len/70 + 1; a single line gets no newline.
+    if enc.len() < LINE {
         return enc;
     }
     let mut out = String::with_capacity(enc.len() + enc.len() / LINE + 1);

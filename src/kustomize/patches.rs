@@ -190,7 +190,11 @@ fn apply_smp_to(
 /// Parses patch text as strategic-merge documents; `None` when it is not
 /// a stream of maps.
 fn parse_smp_docs(text: &str) -> Option<Vec<Value>> {
-    let docs = parse::parse_documents(text).ok()?;
+    // Strategic-merge patches are read like resources (kyaml); text that
+    // YAML cannot represent as JSON either (a key-less `: value` entry) is
+    // not a patch.
+    let docs = parse::parse_documents_strict(text).ok()?;
+    parse::parse_documents(text).ok()?;
     if docs.iter().all(Value::is_null) {
         return None;
     }
@@ -216,7 +220,7 @@ pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<V
                 "trouble configuring builtin PatchStrategicMergeTransformer with config: `\npaths:\n- {e}\n`"
             ))
         })?;
-        let docs = parse::parse_documents(&text)
+        let docs = parse::parse_documents_strict(&text)
             .map_err(|err| Error::invalid(format!("{e}: {}", err.message)))?;
         out.extend(split_resources(docs, e)?);
     }
@@ -268,9 +272,10 @@ pub fn apply_strategic_merge_by_id(
 
 /// Parses RFC 6902 operations from JSON or YAML text.
 fn parse_json_ops(text: &str) -> Option<Value> {
+    // Like kustomize (YAML to JSON), only the first document counts.
     let docs = parse::parse_documents(text).ok()?;
-    match docs.as_slice() {
-        [v @ Value::Seq(_)] => Some(v.clone()),
+    match docs.first() {
+        Some(v @ Value::Seq(_)) => Some(v.clone()),
         _ => None,
     }
 }

@@ -50,7 +50,7 @@ fn load_configs(t: &Target, entries: &[&String]) -> Result<Vec<Resource>> {
     let mut inline = Vec::new();
     let mut paths = Vec::new();
     for e in entries {
-        match parse::parse_documents(e) {
+        match parse::parse_documents_strict(e) {
             Ok(docs) if docs.iter().any(|d| matches!(d, Value::Map(_))) => {
                 for d in split_resources(docs, "inline plugin config")? {
                     inline.push(Resource::new(d));
@@ -373,16 +373,11 @@ fn run_builtin_transformer(
             patches::apply_json6902_entry(&t.loader, m, &p)
         }
         "ReplacementTransformer" => {
-            let reps = obj
-                .get("replacements")
+            let reps = field(obj, "replacements")
                 .and_then(Value::as_seq)
                 .cloned()
                 .unwrap_or_default();
-            let mut parsed = Vec::new();
-            for r in &reps {
-                parsed.push(replacement::parse_replacement_lenient(r).map_err(Error::invalid)?);
-            }
-            replacement::apply_replacements(m.resources_mut(), &parsed).map_err(Error::invalid)
+            replacements(&t.loader, m, &reps, true)
         }
         "HashTransformer" => super::add_hashes(m, &schema),
         "ValueAddTransformer" => {
@@ -476,8 +471,16 @@ impl ReplacementResource for Resource {
     }
 }
 
-/// Runs `replacements:` entries (inline or `{path: file}`).
+/// Runs `replacements:` entries (inline or `{path: file}`) of a
+/// kustomization (strictly decoded).
 pub fn run_replacements(loader: &Loader, m: &mut ResMap, entries: &[Value]) -> Result<()> {
+    replacements(loader, m, entries, false)
+}
+
+/// Replacement entries: `{path: file}` entries load a file holding one
+/// replacement or a list; inline entries are decoded strictly, or leniently
+/// for ReplacementTransformer configs (as kustomize decodes plugin configs).
+fn replacements(loader: &Loader, m: &mut ResMap, entries: &[Value], lenient: bool) -> Result<()> {
     let mut reps = Vec::new();
     for e in entries {
         let path = e.get("path").and_then(Value::as_str);
@@ -492,6 +495,9 @@ pub fn run_replacements(loader: &Loader, m: &mut ResMap, entries: &[Value]) -> R
                             .map_err(|err| Error::invalid(format!("{p}: {err}")))?,
                     );
                 }
+            }
+            _ if lenient => {
+                reps.push(replacement::parse_replacement_lenient(e).map_err(Error::invalid)?)
             }
             _ => reps.push(replacement::parse_replacement(e).map_err(Error::invalid)?),
         }

@@ -352,7 +352,7 @@ impl ResMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kustomize::yaml::parse_documents;
+    use crate::kustomize::yaml::parse::parse_documents_strict as parse_documents;
 
     fn res(src: &str) -> Resource {
         Resource::new(parse_documents(src).unwrap().remove(0))
@@ -370,7 +370,7 @@ mod tests {
         let e = m.append(dup).unwrap_err();
         assert_eq!(
             e.message,
-            "may not add resource with an already registered id: Deployment.v1.apps/a.[noNs]"
+            "may not add resource with an already registered id: Deployment.v1.apps/a.default"
         );
         m.append(res(
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, namespace: x}\n",

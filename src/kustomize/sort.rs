@@ -115,7 +115,7 @@ fn apply_permutation(resources: &mut [Resource], order: &[usize]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kustomize::yaml::parse_documents;
+    use crate::kustomize::yaml::parse::parse_documents_strict as parse_documents;
 
     fn defaults() -> (Vec<String>, Vec<String>) {
         (

@@ -43,14 +43,12 @@ impl Accumulator {
         self.resources.append_all(other.resources)?;
         self.config.merge(&other.config)?;
         for v in other.vars {
-            if let Some(existing) = self.vars.iter().find(|k| k.name == v.name) {
-                if *existing != v {
-                    return Err(Error::invalid(format!(
-                        "var '{}' already encountered",
-                        v.name
-                    )));
-                }
-                continue;
+            // Even an identical definition reached twice is an error.
+            if self.vars.iter().any(|k| k.name == v.name) {
+                return Err(Error::invalid(format!(
+                    "var '{}' already encountered",
+                    v.name
+                )));
             }
             self.vars.push(v);
         }
@@ -266,20 +264,26 @@ impl<'o> Target<'o> {
     pub fn accumulate(&self, ra: &mut Accumulator) -> Result<()> {
         self.accumulate_resources(ra)
             .map_err(|e| e.context("accumulating resources"))?;
-        // kustomize: without `configurations:` a kustomization contributes
-        // the default field specs; with it, only the listed files.
-        if self.kust.configurations.is_empty() {
-            ra.config.merge(&TransformerConfig::defaults())?;
-        }
+        // Without `configurations:` a kustomization contributes kustomize's
+        // default field specs. With it, a field-spec list the files define
+        // replaces the default list of that name (observed behaviour of
+        // kustomize 5.5); name references are added to the defaults.
+        let mut custom = TransformerConfig::default();
         for c in &self.kust.configurations {
             let text = self.loader.read_string(c)?;
             let docs = parse::parse_documents(&text)
                 .map_err(|e| Error::invalid(format!("{c}: {}", e.message)))?;
             for d in docs {
                 let tc = TransformerConfig::from_value(&d, c)?;
-                ra.config.merge(&tc)?;
+                custom.merge(&tc)?;
             }
         }
+        let own = if self.kust.configurations.is_empty() {
+            TransformerConfig::defaults()
+        } else {
+            TransformerConfig::defaults().overridden_by(&custom)?
+        };
+        ra.config.merge(&own)?;
         for crd in &self.kust.crds {
             let tc = plugins::config_from_crd(&self.loader, crd)?;
             ra.config.merge(&tc)?;

@@ -296,7 +296,10 @@ pub struct ImageRule {
 impl ImageRule {
     pub fn new(entry: &ImageEntry) -> Result<ImageRule> {
         // kustomize uses the configured name as a regular expression.
-        let pattern = format!("^{}(@sha256)?(:[a-zA-Z0-9_.{{}}-]*)?$", entry.name);
+        let pattern = format!(
+            "^{}(@sha256)?(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$",
+            entry.name
+        );
         let matcher = Regex::new(&pattern).map_err(|e| {
             Error::invalid(format!("images: invalid image name '{}': {e}", entry.name))
         })?;
@@ -440,7 +443,7 @@ pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -
 mod tests {
     use super::*;
     use crate::kustomize::fieldspec::TransformerConfig;
-    use crate::kustomize::yaml::parse_documents;
+    use crate::kustomize::yaml::parse::parse_documents_strict as parse_documents;
 
     fn map(src: &str) -> ResMap {
         let mut m = ResMap::new();
@@ -469,6 +472,7 @@ mod tests {
 
     #[test]
     fn image_rules() {
+        // Expectations checked with kubectl kustomize (v5.5.0).
         let rule = ImageRule::new(&ImageEntry {
             name: "nginx".into(),
             new_name: "my/nginx".into(),
@@ -476,11 +480,17 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        assert_eq!(
-            rule.rewrite("nginx:1.7@sha256:x").as_deref(),
-            Some("my/nginx:1.9")
-        );
-        assert_eq!(rule.rewrite("nginx-other"), None);
+        for (image, want) in [
+            ("nginx:1.7", Some("my/nginx:1.9")),
+            ("nginx:1.7@sha256:abc", Some("my/nginx:1.9")),
+            ("nginx@sha256:abc", Some("my/nginx:1.9")),
+            ("nginx:v{1}", Some("my/nginx:1.9")),
+            ("nginx@sha512:abc", None),
+            ("nginx:1.7@sha256:ABC+x", None),
+            ("nginxx", None),
+        ] {
+            assert_eq!(rule.rewrite(image).as_deref(), want, "{image}");
+        }
         let digest = ImageRule::new(&ImageEntry {
             name: "app".into(),
             digest: "sha256:ff".into(),
