@@ -5,7 +5,7 @@
 //! inside a key; a `[]` suffix marks a list) and a `create` flag. Lists met
 //! along a path are walked element by element.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use super::error::{Error, Result};
 use super::resid::Gvk;
@@ -194,7 +194,8 @@ fn canonical_section(k: &str) -> String {
 
 const DEFAULT_TABLE: &str = include_str!("defaults/fieldspecs.tsv");
 
-static DEFAULTS: LazyLock<TransformerConfig> = LazyLock::new(|| parse_table(DEFAULT_TABLE));
+static DEFAULTS: LazyLock<Arc<TransformerConfig>> =
+    LazyLock::new(|| Arc::new(parse_table(DEFAULT_TABLE)));
 
 fn parse_table(table: &str) -> TransformerConfig {
     let mut cfg = TransformerConfig::default();
@@ -234,7 +235,12 @@ fn add_back_ref(refs: &mut Vec<NameBackRef>, target: Gvk, fs: FieldSpec) {
 impl TransformerConfig {
     /// kustomize's default configuration.
     pub fn defaults() -> TransformerConfig {
-        DEFAULTS.clone()
+        TransformerConfig::clone(&DEFAULTS)
+    }
+
+    /// kustomize's default configuration, shared (no copy).
+    pub fn shared_defaults() -> Arc<TransformerConfig> {
+        Arc::clone(&DEFAULTS)
     }
 
     fn section_mut(&mut self, name: &str) -> Option<&mut Vec<FieldSpec>> {
@@ -351,6 +357,15 @@ impl TransformerConfig {
     /// Merges `other` into `self`: new specs are appended; a spec with the
     /// same GVK and path but a different `create` flag is a conflict.
     pub fn merge(&mut self, other: &TransformerConfig) -> Result<()> {
+        // Fast paths: nearly every kustomization carries the same (default)
+        // configuration, and merging it again changes nothing.
+        if self == other {
+            return Ok(());
+        }
+        if *self == TransformerConfig::default() {
+            *self = other.clone();
+            return Ok(());
+        }
         fn merge_list(dst: &mut Vec<FieldSpec>, src: &[FieldSpec]) -> Result<()> {
             for fs in src {
                 match dst.iter().find(|d| d.gvk == fs.gvk && d.path == fs.path) {

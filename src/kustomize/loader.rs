@@ -139,15 +139,13 @@ impl Loader {
     /// Reads a file relative to the root (load restrictor applied).
     pub fn read(&self, rel: &str) -> Result<Vec<u8>> {
         let real = self.resolve_file(rel)?;
-        if self.fs.kind(&real) == Some(FileKind::Dir) {
-            return Err(Error::io(format!(
-                "'{}' is a directory, not a file",
-                real.display()
-            )));
-        }
-        self.fs
-            .read(&real)
-            .map_err(|e| Error::io(format!("reading '{}': {e}", real.display())))
+        self.fs.read(&real).map_err(|e| {
+            if self.fs.kind(&real) == Some(FileKind::Dir) {
+                Error::io(format!("'{}' is a directory, not a file", real.display()))
+            } else {
+                Error::io(format!("reading '{}': {e}", real.display()))
+            }
+        })
     }
 
     /// Reads a file as UTF-8 text.

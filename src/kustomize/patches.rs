@@ -10,7 +10,7 @@ use super::loader::Loader;
 use super::openapi::Schema;
 use super::patch::{apply_json6902, strategic_merge_owned};
 use super::resid::{Gvk, ResId};
-use super::resource::{ResMap, Resource, effective_namespace};
+use super::resource::{ResMap, Resource};
 use super::selector::{LabelSelector, Selector};
 use super::target::split_resources;
 use super::yaml::{Value, parse};
@@ -62,28 +62,39 @@ impl CompiledSelector {
 
     /// kustomize's `ResMap.Select` test for one resource.
     pub fn selects(&self, r: &Resource, schema: &Schema) -> bool {
-        let cur = r.cur_id();
-        let org = r.org_id();
+        let (cur_name, cur_ns) = (r.name(), r.namespace());
+        let org = r.prev_ids.first();
         if self.namespace.is_some() {
-            let org_ns = if r.prev_ids.is_empty() {
-                effective_namespace(&org, schema).to_string()
+            let api = r.api_version();
+            let kind = r.kind();
+            let cur_eff = if !schema.is_namespaced(api, kind) {
+                super::resource::NON_NAMESPACEABLE
+            } else if cur_ns.is_empty() {
+                "default"
             } else {
-                org.namespace.clone()
+                cur_ns
             };
-            let cur_ns = effective_namespace(&cur, schema);
-            if !Self::m(&self.namespace, &org_ns) && !Self::m(&self.namespace, cur_ns) {
+            // Previous ids already hold kustomize's effective namespace.
+            let org_eff = org.map_or(cur_eff, |o| o.namespace.as_str());
+            if !Self::m(&self.namespace, org_eff) && !Self::m(&self.namespace, cur_eff) {
                 return false;
             }
         }
-        if !Self::m(&self.name, &org.name) && !Self::m(&self.name, &cur.name) {
-            return false;
+        if self.name.is_some() {
+            let org_name = org.map_or(cur_name, |o| o.name.as_str());
+            if !Self::m(&self.name, org_name) && !Self::m(&self.name, cur_name) {
+                return false;
+            }
         }
-        let g = &cur.gvk;
-        if !Self::m(&self.group, &g.group)
-            || !Self::m(&self.version, &g.version)
-            || !Self::m(&self.kind, &g.kind)
-        {
-            return false;
+        if self.group.is_some() || self.version.is_some() || self.kind.is_some() {
+            let api = r.api_version();
+            let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+            if !Self::m(&self.group, group)
+                || !Self::m(&self.version, version)
+                || !Self::m(&self.kind, r.kind())
+            {
+                return false;
+            }
         }
         if let Some(l) = &self.labels
             && !l.matches(r.labels())

@@ -26,7 +26,8 @@ use super::yaml::{Mapping, Value, parse};
 #[derive(Debug, Default)]
 pub struct Accumulator {
     pub resources: ResMap,
-    pub config: TransformerConfig,
+    /// Shared until modified: most kustomizations carry the defaults.
+    pub config: Arc<TransformerConfig>,
     pub vars: Vec<VarEntry>,
 }
 
@@ -34,14 +35,27 @@ impl Accumulator {
     pub fn new() -> Accumulator {
         Accumulator {
             resources: ResMap::new(),
-            config: TransformerConfig::default(),
+            config: Arc::new(TransformerConfig::default()),
             vars: Vec::new(),
         }
     }
 
+    /// Merges a transformer configuration, sharing instead of copying when
+    /// nothing changes.
+    pub fn merge_config(&mut self, other: &Arc<TransformerConfig>) -> Result<()> {
+        if Arc::ptr_eq(&self.config, other) || *self.config == **other {
+            return Ok(());
+        }
+        if *self.config == TransformerConfig::default() {
+            self.config = Arc::clone(other);
+            return Ok(());
+        }
+        Arc::make_mut(&mut self.config).merge(other)
+    }
+
     fn merge(&mut self, other: Accumulator) -> Result<()> {
         self.resources.append_all(other.resources)?;
-        self.config.merge(&other.config)?;
+        self.merge_config(&other.config)?;
         for v in other.vars {
             // Even an identical definition reached twice is an error.
             if self.vars.iter().any(|k| k.name == v.name) {
@@ -279,14 +293,14 @@ impl<'o> Target<'o> {
             }
         }
         let own = if self.kust.configurations.is_empty() {
-            TransformerConfig::defaults()
+            TransformerConfig::shared_defaults()
         } else {
-            TransformerConfig::defaults().overridden_by(&custom)?
+            Arc::new(TransformerConfig::defaults().overridden_by(&custom)?)
         };
-        ra.config.merge(&own)?;
+        ra.merge_config(&own)?;
         for crd in &self.kust.crds {
             let tc = plugins::config_from_crd(&self.loader, crd)?;
-            ra.config.merge(&tc)?;
+            ra.merge_config(&Arc::new(tc))?;
         }
         self.run_generators(ra)?;
         self.accumulate_components(ra)
@@ -549,19 +563,29 @@ impl<'o> Target<'o> {
             patches::apply_json6902_entry(&self.loader, &mut ra.resources, p)?;
             self.record(ra, "PatchJson6902Transformer");
         }
-        for rep in &k.replicas {
-            transform::replicas(
-                &mut ra.resources,
-                std::slice::from_ref(rep),
-                &ra.config.replicas,
-            )?;
-            self.record(ra, "ReplicaCountTransformer");
+        if !k.replicas.is_empty() {
+            if self.wants_origin() {
+                for rep in &k.replicas {
+                    transform::replicas(
+                        &mut ra.resources,
+                        std::slice::from_ref(rep),
+                        &ra.config.replicas,
+                    )?;
+                    self.record(ra, "ReplicaCountTransformer");
+                }
+            } else {
+                transform::replicas(&mut ra.resources, &k.replicas, &ra.config.replicas)?;
+            }
         }
         if !k.images.is_empty() {
             let custom = custom_image_specs(&ra.config.images);
-            for img in &k.images {
-                transform::images(&mut ra.resources, std::slice::from_ref(img), &custom)?;
-                self.record(ra, "ImageTagTransformer");
+            if self.wants_origin() {
+                for img in &k.images {
+                    transform::images(&mut ra.resources, std::slice::from_ref(img), &custom)?;
+                    self.record(ra, "ImageTagTransformer");
+                }
+            } else {
+                transform::images(&mut ra.resources, &k.images, &custom)?;
             }
         }
         if !k.replacements.is_empty() {

@@ -352,8 +352,14 @@ fn rewrite_image_field(v: &mut Value, rule: &ImageRule) {
     }
 }
 
+fn rewrite_image_field_all(v: &mut Value, rules: &[ImageRule]) {
+    for rule in rules {
+        rewrite_image_field(v, rule);
+    }
+}
+
 /// Finds every `containers` / `initContainers` list anywhere in the object.
-fn legacy_images(v: &mut Value, rule: &ImageRule) {
+fn legacy_images(v: &mut Value, rules: &[ImageRule]) {
     match v {
         Value::Map(m) => {
             for (k, child) in m.iter_mut() {
@@ -362,30 +368,39 @@ fn legacy_images(v: &mut Value, rule: &ImageRule) {
                 {
                     for c in items.iter_mut() {
                         if let Some(img) = c.get_mut("image") {
-                            rewrite_image_field(img, rule);
+                            rewrite_image_field_all(img, rules);
                         }
                     }
                     continue;
                 }
-                legacy_images(child, rule);
+                legacy_images(child, rules);
             }
         }
         Value::Seq(items) => {
             for i in items {
-                legacy_images(i, rule);
+                legacy_images(i, rules);
             }
         }
         _ => {}
     }
 }
 
-/// Applies `images:` entries: every container image anywhere, plus custom
-/// field specs from `configurations:`.
+/// Applies `images:` entries, in order: every container image anywhere,
+/// plus custom field specs from `configurations:`. (kustomize runs one
+/// transformer per entry; applying the entries in sequence to each field
+/// gives the same result in one walk.)
 pub fn images(m: &mut ResMap, entries: &[ImageEntry], custom_specs: &[FieldSpec]) -> Result<()> {
-    for e in entries {
-        let rule = ImageRule::new(e)?;
-        for r in m.resources_mut().iter_mut() {
-            legacy_images(&mut r.obj, &rule);
+    let rules = entries
+        .iter()
+        .map(ImageRule::new)
+        .collect::<Result<Vec<_>>>()?;
+    for r in m.resources_mut().iter_mut() {
+        if custom_specs.is_empty() {
+            legacy_images(&mut r.obj, &rules);
+            continue;
+        }
+        for rule in &rules {
+            legacy_images(&mut r.obj, std::slice::from_ref(rule));
             let gvk = r.gvk();
             for fs in custom_specs {
                 if !fs.applies_to(&gvk) {
@@ -394,7 +409,7 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], custom_specs: &[FieldSpec]
                 let mut spec = fs.clone();
                 spec.create = false;
                 walk(&mut r.obj, &spec, Leaf::Scalar, &mut |v| {
-                    rewrite_image_field(v, &rule);
+                    rewrite_image_field(v, rule);
                     Ok(())
                 })?;
             }
@@ -405,12 +420,13 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], custom_specs: &[FieldSpec]
 
 /// Applies `replicas:` entries.
 pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -> Result<()> {
+    // Every id (current and previous) of every resource, computed once.
+    let ids: Vec<Vec<super::resid::ResId>> = m.resources().iter().map(Resource::all_ids).collect();
     for e in entries {
         let mut found = false;
         for fs in specs {
-            for r in m.resources_mut().iter_mut() {
-                let hit = r
-                    .all_ids()
+            for (r, rids) in m.resources_mut().iter_mut().zip(&ids) {
+                let hit = rids
                     .iter()
                     .any(|id| id.name == e.name && fs.gvk.selects(&id.gvk));
                 if !hit {

@@ -221,6 +221,13 @@ impl Schema {
     /// Whether a kind is namespaced, matched by exact `apiVersion` and
     /// `kind`. Unknown kinds are namespaced (kustomize's rule).
     pub fn is_namespaced(&self, api_version: &str, kind: &str) -> bool {
+        // Hot path (called for every resource by several transformers): a
+        // kind no table mentions is namespaced, decided without allocating.
+        if !self.cluster_scoped.iter().any(|(_, k)| k == kind)
+            && !self.path_scope.keys().any(|(_, k)| k == kind)
+        {
+            return true;
+        }
         let key = (api_version.to_string(), kind.to_string());
         if self.cluster_scoped.contains(&key) {
             return false;
