@@ -110,9 +110,23 @@ impl CompiledSelector {
     }
 }
 
-/// Indices of the resources a selector picks, in resource order.
-pub fn select(m: &ResMap, sel: &Selector, schema: &Schema) -> Result<Vec<usize>> {
+/// True when a selector pattern has no regular-expression syntax, so it
+/// can only match itself.
+fn is_literal(p: &str) -> bool {
+    !p.is_empty() && !p.chars().any(|c| "\\.+*?()|[]{}^$".contains(c))
+}
+
+/// Indices of the resources a selector picks, in resource order. A literal
+/// name is looked up in the name index instead of scanning every resource.
+pub fn select(m: &mut ResMap, sel: &Selector, schema: &Schema) -> Result<Vec<usize>> {
     let c = CompiledSelector::new(sel)?;
+    if is_literal(&sel.name) {
+        let candidates = m.find_by_name(&sel.name);
+        return Ok(candidates
+            .into_iter()
+            .filter(|&i| m.resources().get(i).is_some_and(|r| c.selects(r, schema)))
+            .collect());
+    }
     Ok(m.resources()
         .iter()
         .enumerate()
@@ -131,9 +145,19 @@ fn apply_smp_at(
     allow_kind: bool,
     schema: &Schema,
 ) -> Result<bool> {
-    let Some(r) = m.resources_mut().get_mut(i) else {
-        return Ok(true);
-    };
+    m.modify(i, |r| {
+        apply_smp_to_resource(r, patch, allow_name, allow_kind, schema)
+    })
+    .unwrap_or(Ok(true))
+}
+
+fn apply_smp_to_resource(
+    r: &mut Resource,
+    patch: &Value,
+    allow_name: bool,
+    allow_kind: bool,
+    schema: &Schema,
+) -> Result<bool> {
     let mut p = patch.clone();
     let api = r.api_version().to_string();
     if let Some(pm) = p.as_map_mut() {
@@ -259,11 +283,7 @@ pub fn apply_strategic_merge_by_id(
 ) -> Result<()> {
     for p in patches {
         let id = patch_id(p);
-        let hits = m.matching_any_id(|other| {
-            other.gvk == id.gvk
-                && other.name == id.name
-                && other.effective_namespace() == id.effective_namespace()
-        });
+        let hits = m.find_any(&id);
         match hits.as_slice() {
             [i] => apply_smp_to(m, &[*i], p, false, false, schema)?,
             [] => {
@@ -359,8 +379,10 @@ pub fn apply_patch_entry(
                     group: id.gvk.group.clone(),
                     version: id.gvk.version.clone(),
                     kind: id.gvk.kind.clone(),
-                    name: regex::escape(&id.name),
-                    namespace: regex::escape(&id.namespace),
+                    // kustomize builds this selector from the patch's own
+                    // name and namespace, used as (anchored) patterns.
+                    name: id.name.clone(),
+                    namespace: id.namespace.clone(),
                     ..Default::default()
                 };
                 let hits = select(m, &sel, schema)?;
@@ -381,12 +403,13 @@ pub fn apply_patch_entry(
 fn apply_json_ops(m: &mut ResMap, target: &Selector, ops: &Value, schema: &Schema) -> Result<()> {
     let hits = select(m, target, schema)?;
     for i in hits {
-        if let Some(r) = m.resources_mut().get_mut(i) {
+        m.modify(i, |r| {
             r.store_previous_id(schema);
             apply_json6902(&mut r.obj, ops).map_err(|e| {
                 Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
-            })?;
-        }
+            })
+        })
+        .unwrap_or(Ok(()))?;
     }
     Ok(())
 }
@@ -408,11 +431,12 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
     let schema = Schema::builtin();
     let hits = select(m, &target, &schema)?;
     for i in hits {
-        if let Some(r) = m.resources_mut().get_mut(i) {
+        m.modify(i, |r| {
             apply_json6902(&mut r.obj, &ops).map_err(|e| {
                 Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
-            })?;
-        }
+            })
+        })
+        .unwrap_or(Ok(()))?;
     }
     Ok(())
 }

@@ -228,7 +228,7 @@ pub fn effective_namespace<'a>(id: &'a ResId, schema: &Schema) -> &'a str {
 }
 
 /// Key used to detect duplicate ids (`default` namespace == no namespace).
-fn id_key(id: &ResId) -> (Gvk, String, String) {
+fn id_key(id: &ResId) -> IdKey {
     (
         id.gvk.clone(),
         id.name.clone(),
@@ -236,11 +236,67 @@ fn id_key(id: &ResId) -> (Gvk, String, String) {
     )
 }
 
-/// An ordered list of resources with duplicate-id checks.
+type IdKey = (Gvk, String, String);
+
+/// The index keys of one resource: current id, all ids, and names.
+struct Keys {
+    cur: IdKey,
+    any: Vec<IdKey>,
+    names: Vec<String>,
+}
+
+fn keys_of(r: &Resource) -> Keys {
+    let cur = r.cur_id();
+    let mut any = vec![id_key(&cur)];
+    for p in &r.prev_ids {
+        // Previous ids keep kustomize's effective namespace; fold it back.
+        let mut id = p.clone();
+        if id.namespace == "default" || id.namespace == NON_NAMESPACEABLE {
+            id.namespace.clear();
+        }
+        let k = id_key(&id);
+        if !any.contains(&k) {
+            any.push(k);
+        }
+    }
+    let mut names = vec![cur.name.clone()];
+    if let Some(o) = r.prev_ids.first()
+        && o.name != cur.name
+    {
+        names.push(o.name.clone());
+    }
+    Keys {
+        cur: id_key(&cur),
+        any,
+        names,
+    }
+}
+
+fn index_add<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<usize>>, k: K, i: usize) {
+    let v = map.entry(k).or_default();
+    if let Err(pos) = v.binary_search(&i) {
+        v.insert(pos, i);
+    }
+}
+
+fn index_remove<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<usize>>, k: &K, i: usize) {
+    if let Some(v) = map.get_mut(k)
+        && let Ok(pos) = v.binary_search(&i)
+    {
+        v.remove(pos);
+    }
+}
+
+/// An ordered list of resources with duplicate-id checks and lookup
+/// indexes (by current id, by any current or previous id, by name) that
+/// are kept up to date incrementally, so that lookups stay O(1) on large
+/// trees.
 #[derive(Clone, Debug, Default)]
 pub struct ResMap {
     list: Vec<Resource>,
-    index: Option<HashMap<(Gvk, String, String), usize>>,
+    index: Option<HashMap<IdKey, usize>>,
+    any_index: Option<HashMap<IdKey, Vec<usize>>>,
+    name_index: Option<HashMap<String, Vec<usize>>>,
 }
 
 impl ResMap {
@@ -260,9 +316,15 @@ impl ResMap {
         &self.list
     }
 
-    /// Mutable access; invalidates the id index.
-    pub fn resources_mut(&mut self) -> &mut Vec<Resource> {
+    fn invalidate(&mut self) {
         self.index = None;
+        self.any_index = None;
+        self.name_index = None;
+    }
+
+    /// Mutable access to everything; invalidates the indexes.
+    pub fn resources_mut(&mut self) -> &mut Vec<Resource> {
+        self.invalidate();
         &mut self.list
     }
 
@@ -270,7 +332,7 @@ impl ResMap {
         self.list
     }
 
-    fn ensure_index(&mut self) -> &mut HashMap<(Gvk, String, String), usize> {
+    fn ensure_index(&mut self) -> &mut HashMap<IdKey, usize> {
         self.index.get_or_insert_with(|| {
             let mut idx = HashMap::with_capacity(self.list.len());
             for (i, r) in self.list.iter().enumerate() {
@@ -280,24 +342,102 @@ impl ResMap {
         })
     }
 
+    fn ensure_any_index(&mut self) -> &mut HashMap<IdKey, Vec<usize>> {
+        if self.any_index.is_none() {
+            let mut idx = HashMap::with_capacity(self.list.len());
+            for (i, r) in self.list.iter().enumerate() {
+                for k in keys_of(r).any {
+                    index_add(&mut idx, k, i);
+                }
+            }
+            self.any_index = Some(idx);
+        }
+        self.any_index.get_or_insert_with(HashMap::new)
+    }
+
+    fn ensure_name_index(&mut self) -> &mut HashMap<String, Vec<usize>> {
+        if self.name_index.is_none() {
+            let mut idx = HashMap::with_capacity(self.list.len());
+            for (i, r) in self.list.iter().enumerate() {
+                for n in keys_of(r).names {
+                    index_add(&mut idx, n, i);
+                }
+            }
+            self.name_index = Some(idx);
+        }
+        self.name_index.get_or_insert_with(HashMap::new)
+    }
+
+    fn unindex(&mut self, i: usize, k: &Keys) {
+        if let Some(idx) = &mut self.index
+            && idx.get(&k.cur) == Some(&i)
+        {
+            idx.remove(&k.cur);
+        }
+        if let Some(idx) = &mut self.any_index {
+            for key in &k.any {
+                index_remove(idx, key, i);
+            }
+        }
+        if let Some(idx) = &mut self.name_index {
+            for n in &k.names {
+                index_remove(idx, n, i);
+            }
+        }
+    }
+
+    fn reindex(&mut self, i: usize, k: Keys) {
+        if let Some(idx) = &mut self.index {
+            idx.entry(k.cur).or_insert(i);
+        }
+        if let Some(idx) = &mut self.any_index {
+            for key in k.any {
+                index_add(idx, key, i);
+            }
+        }
+        if let Some(idx) = &mut self.name_index {
+            for n in k.names {
+                index_add(idx, n, i);
+            }
+        }
+    }
+
     /// Index of the resource whose current id equals `id`.
     pub fn find_cur(&mut self, id: &ResId) -> Option<usize> {
         self.ensure_index().get(&id_key(id)).copied()
+    }
+
+    /// Indices of resources whose current or any previous id equals `id`
+    /// (`default` namespace == no namespace), in order.
+    pub fn find_any(&mut self, id: &ResId) -> Vec<usize> {
+        self.ensure_any_index()
+            .get(&id_key(id))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Indices of resources whose current or original name is `name`.
+    pub fn find_by_name(&mut self, name: &str) -> Vec<usize> {
+        self.ensure_name_index()
+            .get(name)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Appends a resource; an id already present is an error.
     pub fn append(&mut self, r: Resource) -> Result<()> {
         let id = r.cur_id();
         let key = id_key(&id);
-        let next = self.list.len();
         let idx = self.ensure_index();
         if idx.contains_key(&key) {
             return Err(Error::invalid(format!(
                 "may not add resource with an already registered id: {id}"
             )));
         }
-        idx.insert(key, next);
+        let next = self.list.len();
+        let keys = keys_of(&r);
         self.list.push(r);
+        self.reindex(next, keys);
         Ok(())
     }
 
@@ -309,17 +449,39 @@ impl ResMap {
         Ok(())
     }
 
-    /// Replaces the resource at `i`.
+    /// Replaces the resource at `i`, keeping the indexes current.
     pub fn replace_at(&mut self, i: usize, r: Resource) {
-        self.index = None;
-        if let Some(slot) = self.list.get_mut(i) {
-            *slot = r;
+        let Some(old) = self.list.get(i) else { return };
+        let old_keys = keys_of(old);
+        let new_keys = keys_of(&r);
+        self.unindex(i, &old_keys);
+        self.list[i] = r;
+        self.reindex(i, new_keys);
+    }
+
+    /// Runs `f` on the resource at `i`, keeping the indexes current even if
+    /// `f` renames it. `None` when `i` is out of range.
+    pub fn modify<T>(&mut self, i: usize, f: impl FnOnce(&mut Resource) -> T) -> Option<T> {
+        let indexed = self.index.is_some() || self.any_index.is_some() || self.name_index.is_some();
+        let before = if indexed {
+            Some(keys_of(self.list.get(i)?))
+        } else {
+            None
+        };
+        let out = f(self.list.get_mut(i)?);
+        if let Some(before) = before {
+            let after = keys_of(&self.list[i]);
+            if after.cur != before.cur || after.any != before.any || after.names != before.names {
+                self.unindex(i, &before);
+                self.reindex(i, after);
+            }
         }
+        Some(out)
     }
 
     /// Removes the resources for which `keep` is false.
     pub fn retain(&mut self, keep: impl FnMut(&Resource) -> bool) {
-        self.index = None;
+        self.invalidate();
         self.list.retain(keep);
     }
 
@@ -331,21 +493,6 @@ impl ResMap {
             .filter(|(_, r)| pred(&r.cur_id()) || r.prev_ids.iter().any(&pred))
             .map(|(i, _)| i)
             .collect()
-    }
-
-    /// Checks that no two resources share a current id.
-    pub fn check_unique(&mut self) -> Result<()> {
-        let mut seen: HashMap<(Gvk, String, String), usize> = HashMap::new();
-        for r in &self.list {
-            let id = r.cur_id();
-            if seen.insert(id_key(&id), 0).is_some() {
-                return Err(Error::invalid(format!(
-                    "may not add resource with an already registered id: {id}"
-                )));
-            }
-        }
-        self.index = None;
-        Ok(())
     }
 }
 

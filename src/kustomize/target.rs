@@ -665,11 +665,7 @@ fn string_map_of(v: Option<&Value>) -> Mapping {
 /// Adds a generated resource, honouring its behavior (create/merge/replace).
 pub fn absorb(m: &mut ResMap, mut r: Resource) -> Result<()> {
     let id = r.cur_id();
-    let matches = m.matching_any_id(|other| {
-        other.gvk == id.gvk
-            && other.name == id.name
-            && other.effective_namespace() == id.effective_namespace()
-    });
+    let matches = m.find_any(&id);
     match matches.as_slice() {
         [] => match r.behavior {
             Behavior::Merge | Behavior::Replace => Err(Error::invalid(format!(

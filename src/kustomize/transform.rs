@@ -352,14 +352,84 @@ fn rewrite_image_field(v: &mut Value, rule: &ImageRule) {
     }
 }
 
-fn rewrite_image_field_all(v: &mut Value, rules: &[ImageRule]) {
-    for rule in rules {
-        rewrite_image_field(v, rule);
+/// Image rules indexed for lookup: a rule whose name has no regular
+/// expression syntax (a `.` is taken literally for indexing; the regex still
+/// decides) can only match an image whose text up to a `:` or `@` (or the
+/// whole text) equals the name, so it is found by hashing those prefixes;
+/// other rules are tried on every image. Rules still apply in entry order.
+pub struct ImageRules {
+    rules: Vec<ImageRule>,
+    by_name: std::collections::HashMap<String, Vec<usize>>,
+    scan: Vec<usize>,
+}
+
+impl ImageRules {
+    pub fn new(rules: Vec<ImageRule>) -> ImageRules {
+        let mut by_name: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        let mut scan = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            let n = &r.entry.name;
+            if !n.is_empty() && !n.chars().any(|c| "\\+*?()|[]{}^$".contains(c)) {
+                by_name.entry(n.clone()).or_default().push(i);
+            } else {
+                scan.push(i);
+            }
+        }
+        ImageRules {
+            rules,
+            by_name,
+            scan,
+        }
+    }
+
+    /// Applies every rule, in order, to one image string.
+    fn apply(&self, image: &str) -> Option<String> {
+        let mut cur = image.to_string();
+        let mut changed = false;
+        let mut next_rule = 0usize;
+        loop {
+            let mut best: Option<usize> = None;
+            let mut consider = |i: usize| {
+                if i >= next_rule
+                    && best.is_none_or(|b| i < b)
+                    && self.rules[i].matcher.is_match(&cur)
+                {
+                    best = Some(i);
+                }
+            };
+            for (pos, c) in cur.char_indices() {
+                if (c == ':' || c == '@')
+                    && let Some(list) = self.by_name.get(&cur[..pos])
+                {
+                    list.iter().copied().for_each(&mut consider);
+                }
+            }
+            if let Some(list) = self.by_name.get(cur.as_str()) {
+                list.iter().copied().for_each(&mut consider);
+            }
+            self.scan.iter().copied().for_each(&mut consider);
+            let Some(i) = best else { break };
+            if let Some(new) = self.rules[i].rewrite(&cur) {
+                cur = new;
+                changed = true;
+            }
+            next_rule = i + 1;
+        }
+        changed.then_some(cur)
+    }
+}
+
+fn rewrite_image_field_all(v: &mut Value, rules: &ImageRules) {
+    if let Some(s) = v.as_str()
+        && let Some(new) = rules.apply(s)
+    {
+        *v = Value::String(new);
     }
 }
 
 /// Finds every `containers` / `initContainers` list anywhere in the object.
-fn legacy_images(v: &mut Value, rules: &[ImageRule]) {
+fn legacy_images(v: &mut Value, rules: &ImageRules) {
     match v {
         Value::Map(m) => {
             for (k, child) in m.iter_mut() {
@@ -394,13 +464,20 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], custom_specs: &[FieldSpec]
         .iter()
         .map(ImageRule::new)
         .collect::<Result<Vec<_>>>()?;
-    for r in m.resources_mut().iter_mut() {
-        if custom_specs.is_empty() {
-            legacy_images(&mut r.obj, &rules);
-            continue;
+    if custom_specs.is_empty() {
+        let indexed = ImageRules::new(rules);
+        for r in m.resources_mut().iter_mut() {
+            legacy_images(&mut r.obj, &indexed);
         }
+        return Ok(());
+    }
+    for r in m.resources_mut().iter_mut() {
         for rule in &rules {
-            legacy_images(&mut r.obj, std::slice::from_ref(rule));
+            let one = ImageRules::new(vec![ImageRule {
+                entry: rule.entry.clone(),
+                matcher: rule.matcher.clone(),
+            }]);
+            legacy_images(&mut r.obj, &one);
             let gvk = r.gvk();
             for fs in custom_specs {
                 if !fs.applies_to(&gvk) {
@@ -420,19 +497,35 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], custom_specs: &[FieldSpec]
 
 /// Applies `replicas:` entries.
 pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -> Result<()> {
-    // Every id (current and previous) of every resource, computed once.
+    // Every id (current and previous) of every resource, computed once and
+    // indexed by name, so each entry only visits resources of its name.
     let ids: Vec<Vec<super::resid::ResId>> = m.resources().iter().map(Resource::all_ids).collect();
+    let mut by_name: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, rids) in ids.iter().enumerate() {
+        for id in rids {
+            let v = by_name.entry(id.name.as_str()).or_default();
+            if v.last() != Some(&i) {
+                v.push(i);
+            }
+        }
+    }
+    let list = m.resources_mut();
     for e in entries {
         let mut found = false;
+        let candidates = by_name
+            .get(e.name.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         for fs in specs {
-            for (r, rids) in m.resources_mut().iter_mut().zip(&ids) {
-                let hit = rids
+            for &i in candidates {
+                let hit = ids[i]
                     .iter()
                     .any(|id| id.name == e.name && fs.gvk.selects(&id.gvk));
                 if !hit {
                     continue;
                 }
                 found = true;
+                let Some(r) = list.get_mut(i) else { continue };
                 let gvk = r.gvk();
                 if !fs.applies_to(&gvk) {
                     continue;
