@@ -315,3 +315,23 @@ fn local_config_resources_are_dropped() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep\n"
     );
 }
+
+#[test]
+fn empty_annotations_are_dropped_like_kustomize() {
+    // kubectl kustomize (v5.5.0) prints `labels: {}` / `labels: null` but
+    // drops empty or null annotations.
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", "resources: [a.yaml]\n"),
+            (
+                "/r/a.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations: {}\n  labels: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n  annotations:\n  labels:\n",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {}\n  name: c\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: null\n  name: d\n"
+    );
+}

@@ -241,6 +241,15 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
                 ann.insert("config.kubernetes.io/origin".into(), Value::String(text));
             }
         }
+        // kustomize rewrites annotations on the way out (removing its build
+        // annotations) and drops the field when nothing is left.
+        if let Some(meta) = r.obj.get_mut("metadata").and_then(Value::as_map_mut)
+            && meta
+                .get("annotations")
+                .is_some_and(|a| a.as_map().is_none_or(|m| m.is_empty()))
+        {
+            meta.shift_remove("annotations");
+        }
         out.push(r.obj);
     }
     Ok(Rendered {
