@@ -64,6 +64,39 @@ enum Command {
         #[arg(long = "enable-managedby-label")]
         enable_managedby_label: bool,
     },
+    /// Print the CustomResourceDefinitions krmsync serves (or write one file
+    /// per CRD into a directory).
+    Crd {
+        /// Write `<group>_<plural>.yaml` files into this directory.
+        #[arg(long = "output-dir")]
+        output_dir: Option<PathBuf>,
+    },
+}
+
+fn crd_command(output_dir: Option<PathBuf>) -> ExitCode {
+    let files = match crate::api::crd_files() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match output_dir {
+        Some(dir) => {
+            for (name, text) in files {
+                let path = dir.join(name);
+                if let Err(e) = std::fs::write(&path, text) {
+                    eprintln!("Error: writing {}: {e}", path.display());
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        None => {
+            let stream: Vec<String> = files.into_iter().map(|(_, t)| t).collect();
+            print!("{}", stream.join("---\n"));
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn write_output(path: &Path, rendered: &kustomize::Rendered) -> Result<(), String> {
@@ -89,6 +122,7 @@ fn write_output(path: &Path, rendered: &kustomize::Rendered) -> Result<(), Strin
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Crd { output_dir } => crd_command(output_dir),
         Command::Build {
             dir,
             output,

@@ -3,7 +3,9 @@
 //!
 //! * [`kustomize`]: the render engine (`krmsync build`), pure and
 //!   network-free.
+//! * [`api`]: the `Kustomization` and `Catalog` custom resources.
 //! * [`cli`]: the command-line interface.
 
+pub mod api;
 pub mod cli;
 pub mod kustomize;

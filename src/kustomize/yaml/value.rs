@@ -205,3 +205,63 @@ impl From<Vec<Value>> for Value {
         Value::Seq(s)
     }
 }
+
+impl From<&serde_json::Value> for Value {
+    /// JSON to the engine's document model (objects keep their key order).
+    fn from(v: &serde_json::Value) -> Self {
+        match v {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Value::Int(i)
+                } else if let Some(u) = n.as_u64() {
+                    Value::UInt(u)
+                } else {
+                    Value::Float(n.as_f64().unwrap_or(0.0))
+                }
+            }
+            serde_json::Value::String(s) => Value::String(s.clone()),
+            serde_json::Value::Array(a) => Value::Seq(a.iter().map(Value::from).collect()),
+            serde_json::Value::Object(o) => {
+                Value::Map(o.iter().map(|(k, v)| (k.clone(), Value::from(v))).collect())
+            }
+        }
+    }
+}
+
+impl Value {
+    /// The document as JSON, for the Kubernetes API. A non-finite float
+    /// (which kustomize refuses to print anyway) becomes `null`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => serde_json::Value::Bool(*b),
+            Value::Int(i) => serde_json::Value::from(*i),
+            Value::UInt(u) => serde_json::Value::from(*u),
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map(serde_json::Value::Number)
+                .unwrap_or(serde_json::Value::Null),
+            Value::String(s) => serde_json::Value::String(s.clone()),
+            Value::Seq(s) => serde_json::Value::Array(s.iter().map(Value::to_json).collect()),
+            Value::Map(m) => {
+                serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::Value;
+
+    #[test]
+    fn json_round_trip_keeps_types_and_order() {
+        let j = serde_json::json!({"b": 1, "a": [true, null, 1.5, "x", 18446744073709551615u64]});
+        let v = Value::from(&j);
+        let keys: Vec<_> = v.as_map().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["b", "a"]);
+        assert_eq!(v.to_json(), j);
+        assert_eq!(Value::Float(f64::NAN).to_json(), serde_json::Value::Null);
+    }
+}
