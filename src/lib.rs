@@ -5,7 +5,9 @@
 //!   network-free.
 //! * [`api`]: the `Kustomization` and `Catalog` custom resources.
 //! * [`cli`]: the command-line interface.
+//! * [`source`]: fetching git, HTTP and in-cluster bundles into a workspace.
 
 pub mod api;
 pub mod cli;
 pub mod kustomize;
+pub mod source;

@@ -1,0 +1,446 @@
+//! Fetching localized bundles (a directory tree holding a kustomization) and
+//! unpacking them safely into a per-controller work directory.
+//!
+//! Three kinds of source are supported:
+//!
+//! * [`fetch_git`]: a git repository over `https://`, `http://` or `file://`
+//!   (libgit2, blocking).
+//! * [`fetch_http`]: a `.tar.gz` artifact over HTTP(S), verified against an
+//!   expected sha256 before anything is unpacked (async).
+//! * [`unpack_bundle`]: a `.tar.gz` held in the cluster (a ConfigMap or
+//!   Secret key), blocking.
+//!
+//! Every fetch lands in a [`Workspace`] as `<root>/<key>/<revision-dir>/tree/`.
+//! A revision already present is returned with `cached = true` and nothing is
+//! downloaded or written. New revisions are assembled in a temporary
+//! directory inside `<root>/<key>/` and renamed into place only when complete;
+//! older revisions of the same key are then removed.
+//!
+//! Archives and git trees go through the same checked writer
+//! ([`archive::unpack_tar_gz`] and the git checkout), which refuses path
+//! escapes, writes through symlinks, symlinks leaving the tree, hard links and
+//! special files, and enforces [`Limits`].
+
+pub mod archive;
+pub mod git;
+pub mod http;
+
+pub use archive::{create_bundle, unpack_bundle, unpack_tar_gz};
+pub use git::fetch_git;
+pub use http::fetch_http;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Limits on what one fetch may write.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Maximum size of the downloaded archive (compressed bytes), or of the
+    /// git pack data received by one fetch.
+    pub max_archive_bytes: u64,
+    /// Maximum total size of the files written (sum of file sizes).
+    pub max_unpacked_bytes: u64,
+    /// Maximum number of entries written (directories, files and symlinks).
+    pub max_files: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_archive_bytes: 64 * 1024 * 1024,
+            max_unpacked_bytes: 256 * 1024 * 1024,
+            max_files: 20_000,
+        }
+    }
+}
+
+/// Credentials and trust for a git server (read by the controller from
+/// Secrets).
+#[derive(Clone, Debug, Default)]
+pub struct GitAuth {
+    /// Basic auth user name (used with `password`).
+    pub username: Option<String>,
+    /// Basic auth password or personal access token.
+    pub password: Option<String>,
+    /// Sent as an `Authorization: Bearer <token>` header on every request.
+    pub bearer_token: Option<String>,
+    /// PEM certificate(s) trusted for the server's TLS certificate, in
+    /// addition to the system roots (see [`fetch_git`] for how it is used).
+    pub ca_pem: Option<Vec<u8>>,
+}
+
+/// What to check out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GitReference {
+    /// The remote's `HEAD`.
+    DefaultBranch,
+    /// `refs/heads/<name>`.
+    Branch(String),
+    /// `refs/tags/<name>` (annotated tags are peeled to their commit).
+    Tag(String),
+    /// A full 40-hex commit SHA.
+    Commit(String),
+}
+
+impl std::fmt::Display for GitReference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GitReference::DefaultBranch => write!(f, "default branch (HEAD)"),
+            GitReference::Branch(b) => write!(f, "branch '{b}'"),
+            GitReference::Tag(t) => write!(f, "tag '{t}'"),
+            GitReference::Commit(c) => write!(f, "commit '{c}'"),
+        }
+    }
+}
+
+/// A fetched, unpacked revision.
+#[derive(Clone, Debug)]
+pub struct Fetched {
+    /// git: the full 40-hex commit SHA; http and bundle: `sha256:<hex of the
+    /// archive bytes>`.
+    pub revision: String,
+    /// Directory holding the bundle's files (the root of the tree; the
+    /// kustomization path is relative to it).
+    pub dir: PathBuf,
+    /// True when the revision was already present in the workspace and
+    /// nothing was downloaded or unpacked.
+    pub cached: bool,
+}
+
+/// Why a fetch failed. Every message names the URL, object or archive entry
+/// at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("git: {0}")]
+    Git(String),
+    #[error("http: {0}")]
+    Http(String),
+    #[error(
+        "checksum mismatch for {url}: expected sha256:{expected}, got sha256:{actual} \
+         (the artifact changed or the expected digest is wrong; nothing was unpacked)"
+    )]
+    Checksum {
+        url: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("archive: {0}")]
+    Archive(String),
+    #[error("limit exceeded: {0}")]
+    Limit(String),
+    #[error("io: {0}")]
+    Io(String),
+}
+
+/// Prefix of the temporary directories used while assembling a revision.
+const TMP_PREFIX: &str = ".tmp-";
+
+/// Per-controller work directory: `<root>/<key>/<revision-dir>/tree/` holds
+/// the files of one revision.
+///
+/// `key` identifies one Kustomization (the controller passes
+/// `<namespace>_<name>`). After a successful fetch of a new revision, older
+/// revision dirs of the same key are removed. Unpacking goes to a temp dir
+/// inside `<root>/<key>/` and is renamed into place only when complete, so a
+/// half-written tree is never seen and a failed fetch leaves the previous
+/// revision intact. Fetches of the same key must not run concurrently
+/// (the controller reconciles one Kustomization at a time).
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Creates `root` (and its parents) if needed, and removes temporary
+    /// directories left behind by an interrupted process.
+    pub fn new(root: impl Into<PathBuf>) -> std::io::Result<Workspace> {
+        let root = root.into();
+        std::fs::create_dir_all(&root)?;
+        for key in std::fs::read_dir(&root)? {
+            let key = key?;
+            if !key.file_type()?.is_dir() {
+                continue;
+            }
+            for entry in std::fs::read_dir(key.path())? {
+                let entry = entry?;
+                if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+                    remove_path(&entry.path())?;
+                }
+            }
+        }
+        Ok(Workspace { root })
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Removes everything stored for `key` (used when a Kustomization is
+    /// deleted). Removing an absent key is not an error.
+    pub fn remove(&self, key: &str) -> std::io::Result<()> {
+        let dir = self
+            .key_dir(key)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+
+    /// `<root>/<key>`, refusing keys that are not a single safe path component.
+    pub(crate) fn key_dir(&self, key: &str) -> Result<PathBuf, SourceError> {
+        let ok = !key.is_empty()
+            && key.len() <= 255
+            && !key.starts_with('.')
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !ok {
+            return Err(SourceError::Io(format!(
+                "workspace key '{key}' is not a safe directory name \
+                 (use letters, digits, '_', '-', '.'; not starting with '.')"
+            )));
+        }
+        Ok(self.root.join(key))
+    }
+
+    /// The tree of `revision` for `key` when it is already present.
+    pub(crate) fn lookup(&self, key: &str, revision: &str) -> Result<Option<PathBuf>, SourceError> {
+        let tree = self
+            .key_dir(key)?
+            .join(revision_dir_name(revision))
+            .join("tree");
+        Ok(tree.is_dir().then_some(tree))
+    }
+
+    /// A fresh temporary directory inside `<root>/<key>/`, removed on drop
+    /// unless committed.
+    pub(crate) fn staging(&self, key: &str) -> Result<Staging, SourceError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let key_dir = self.key_dir(key)?;
+        std::fs::create_dir_all(&key_dir)
+            .map_err(|e| io_err(format!("creating {}", key_dir.display()), e))?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!(
+            "{TMP_PREFIX}{}-{}-{}",
+            std::process::id(),
+            nanos,
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let dir = key_dir.join(name);
+        std::fs::create_dir(&dir).map_err(|e| io_err(format!("creating {}", dir.display()), e))?;
+        Ok(Staging {
+            dir,
+            key_dir,
+            done: false,
+        })
+    }
+}
+
+/// A temporary directory `<root>/<key>/.tmp-*` in which one revision is
+/// assembled. Its `tree/` subdirectory receives the files.
+#[derive(Debug)]
+pub(crate) struct Staging {
+    dir: PathBuf,
+    key_dir: PathBuf,
+    done: bool,
+}
+
+impl Staging {
+    /// The staging directory itself (scratch space, e.g. a bare git repo).
+    pub(crate) fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the revision's files go.
+    pub(crate) fn tree(&self) -> PathBuf {
+        self.dir.join("tree")
+    }
+
+    /// Renames the staging dir to `<root>/<key>/<revision-dir>`, removes
+    /// everything in `<root>/<key>/` except the new revision and temp dirs,
+    /// and returns the tree path. `scratch` names entries of the staging dir
+    /// to delete before the rename (e.g. a git repository).
+    pub(crate) fn commit(
+        mut self,
+        revision: &str,
+        scratch: &[&str],
+    ) -> Result<PathBuf, SourceError> {
+        for name in scratch {
+            let p = self.dir.join(name);
+            if p.symlink_metadata().is_ok() {
+                remove_path(&p).map_err(|e| io_err(format!("removing {}", p.display()), e))?;
+            }
+        }
+        let rev_name = revision_dir_name(revision);
+        let target = self.key_dir.join(&rev_name);
+        if target.join("tree").is_dir() {
+            // Present already (e.g. written by an earlier, interrupted
+            // cleanup); keep it and drop the staging copy.
+            tracing::debug!(revision, dir = %target.display(), "revision already present");
+        } else {
+            if target.symlink_metadata().is_ok() {
+                remove_path(&target)
+                    .map_err(|e| io_err(format!("removing {}", target.display()), e))?;
+            }
+            std::fs::rename(&self.dir, &target).map_err(|e| {
+                io_err(
+                    format!("renaming {} to {}", self.dir.display(), target.display()),
+                    e,
+                )
+            })?;
+            self.done = true;
+        }
+        let entries = std::fs::read_dir(&self.key_dir)
+            .map_err(|e| io_err(format!("listing {}", self.key_dir.display()), e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name == rev_name || name.starts_with(TMP_PREFIX) {
+                continue;
+            }
+            let p = entry.path();
+            if let Err(e) = remove_path(&p) {
+                tracing::warn!(path = %p.display(), error = %e, "removing old revision");
+            } else {
+                tracing::debug!(path = %p.display(), "removed old revision");
+            }
+        }
+        Ok(target.join("tree"))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done
+            && self.dir.symlink_metadata().is_ok()
+            && let Err(e) = std::fs::remove_dir_all(&self.dir)
+        {
+            tracing::warn!(path = %self.dir.display(), error = %e, "removing staging dir");
+        }
+    }
+}
+
+/// A safe directory name for a revision: `sha256:<hex>` becomes
+/// `sha256-<hex>`, a git SHA stays as is, anything else outside
+/// `[A-Za-z0-9._-]` becomes `_`.
+pub(crate) fn revision_dir_name(revision: &str) -> String {
+    let mut s: String = revision
+        .chars()
+        .map(|c| match c {
+            ':' => '-',
+            c if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' => c,
+            _ => '_',
+        })
+        .collect();
+    if s.starts_with('.') || s.is_empty() {
+        s.insert(0, 'r');
+    }
+    s
+}
+
+fn remove_path(p: &Path) -> std::io::Result<()> {
+    let meta = p.symlink_metadata()?;
+    if meta.is_dir() {
+        std::fs::remove_dir_all(p)
+    } else {
+        std::fs::remove_file(p)
+    }
+}
+
+pub(crate) fn io_err(what: String, e: std::io::Error) -> SourceError {
+    SourceError::Io(format!("{what}: {e}"))
+}
+
+/// `url` with any `user:password@` userinfo replaced by `***@`, for messages
+/// and logs.
+pub(crate) fn redact_url(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let rest = &url[scheme_end + 3..];
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
+            return format!("{}***@{}", &url[..scheme_end + 3], &rest[at + 1..]);
+        }
+    }
+    url.to_string()
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// `sha256:<hex>` of `data`.
+pub(crate) fn sha256_revision(data: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{}", hex(&sha2::Sha256::digest(data)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_dir_names_are_safe() {
+        assert_eq!(revision_dir_name("sha256:abc"), "sha256-abc");
+        assert_eq!(revision_dir_name("0123abcd"), "0123abcd");
+        assert_eq!(revision_dir_name("../x"), "r.._x");
+        assert_eq!(revision_dir_name("a/b"), "a_b");
+    }
+
+    #[test]
+    fn redacts_userinfo() {
+        assert_eq!(
+            redact_url("https://u:p@example.com/r.git"),
+            "https://***@example.com/r.git"
+        );
+        assert_eq!(
+            redact_url("https://example.com/a@b"),
+            "https://example.com/a@b"
+        );
+        assert_eq!(redact_url("file:///tmp/x"), "file:///tmp/x");
+    }
+
+    #[test]
+    fn workspace_keys_are_checked_and_remove_is_idempotent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path().join("ws")).unwrap();
+        assert!(ws.root().is_dir());
+        assert!(ws.key_dir("../evil").is_err());
+        assert!(ws.key_dir("a/b").is_err());
+        assert!(ws.key_dir(".hidden").is_err());
+        assert!(ws.key_dir("").is_err());
+        assert!(ws.key_dir("apps_site").is_ok());
+        ws.remove("apps_site").unwrap();
+        std::fs::create_dir_all(ws.root().join("apps_site/rev/tree")).unwrap();
+        ws.remove("apps_site").unwrap();
+        assert!(!ws.root().join("apps_site").exists());
+        assert!(ws.remove("../x").is_err());
+    }
+
+    #[test]
+    fn new_removes_stale_staging_dirs_and_failed_staging_is_cleaned() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("ws");
+        std::fs::create_dir_all(root.join("k/.tmp-1-2-3/tree")).unwrap();
+        std::fs::create_dir_all(root.join("k/sha256-aa/tree")).unwrap();
+        let ws = Workspace::new(&root).unwrap();
+        assert!(!root.join("k/.tmp-1-2-3").exists());
+        assert!(root.join("k/sha256-aa/tree").is_dir());
+        let st = ws.staging("k").unwrap();
+        let p = st.path().to_path_buf();
+        assert!(p.is_dir());
+        drop(st);
+        assert!(!p.exists());
+        assert!(root.join("k/sha256-aa/tree").is_dir());
+    }
+}
