@@ -1,0 +1,827 @@
+//! `.tar.gz` bundles: safe unpacking, deterministic creation, and in-cluster
+//! bundles. Also home of [`SafeWriter`], the checked writer the git checkout
+//! uses too.
+
+use std::ffi::OsStr;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{Fetched, Limits, SourceError, Workspace, io_err, sha256_revision};
+
+/// Writes a tree below `root`, refusing anything that could escape it and
+/// enforcing [`Limits::max_files`] and [`Limits::max_unpacked_bytes`].
+///
+/// Paths are relative; `..`, absolute paths and writes through symlinks are
+/// refused; symlink targets must be relative and stay inside the tree.
+/// Files get mode 0644 (0755 when any execute bit was set), dirs 0755.
+pub(crate) struct SafeWriter {
+    root: PathBuf,
+    limits: Limits,
+    entries: usize,
+    bytes: u64,
+    /// Names the input in messages, e.g. "archive" or "git commit abc".
+    origin: String,
+}
+
+impl SafeWriter {
+    /// `root` must be absent or an empty directory; it is created.
+    pub(crate) fn new(
+        root: &Path,
+        limits: &Limits,
+        origin: &str,
+    ) -> Result<SafeWriter, SourceError> {
+        match fs::read_dir(root) {
+            Ok(mut it) => {
+                if it.next().is_some() {
+                    return Err(SourceError::Io(format!(
+                        "{origin}: destination {} is not empty",
+                        root.display()
+                    )));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(root)
+                    .map_err(|e| io_err(format!("creating {}", root.display()), e))?;
+            }
+            Err(e) => return Err(io_err(format!("reading {}", root.display()), e)),
+        }
+        set_mode(root, 0o755)?;
+        Ok(SafeWriter {
+            root: root.to_path_buf(),
+            limits: *limits,
+            entries: 0,
+            bytes: 0,
+            origin: origin.to_string(),
+        })
+    }
+
+    /// Total bytes of file content written so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn refuse(&self, entry: &Path, why: &str) -> SourceError {
+        SourceError::Archive(format!(
+            "{}: entry '{}' refused: {why}",
+            self.origin,
+            entry.display()
+        ))
+    }
+
+    /// Validates `rel` and returns its components (never empty).
+    fn components<'p>(&self, rel: &'p Path) -> Result<Vec<&'p OsStr>, SourceError> {
+        let mut out = Vec::new();
+        for c in rel.components() {
+            match c {
+                Component::Normal(n) => out.push(n),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    return Err(self.refuse(rel, "path contains a '..' component"));
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(self.refuse(rel, "absolute path"));
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err(self.refuse(rel, "empty path"));
+        }
+        Ok(out)
+    }
+
+    fn count_entry(&mut self, rel: &Path) -> Result<(), SourceError> {
+        self.entries += 1;
+        if self.entries > self.limits.max_files {
+            return Err(SourceError::Limit(format!(
+                "{}: entry '{}' exceeds the limit of {} files and directories",
+                self.origin,
+                rel.display(),
+                self.limits.max_files
+            )));
+        }
+        Ok(())
+    }
+
+    /// Ensures every directory in `comps` exists below the root as a real
+    /// directory (creating missing ones, which count as entries) and returns
+    /// the joined path.
+    fn ensure_dirs(&mut self, rel: &Path, comps: &[&OsStr]) -> Result<PathBuf, SourceError> {
+        let mut p = self.root.clone();
+        for c in comps {
+            p.push(c);
+            match p.symlink_metadata() {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(self.refuse(rel, "it would be written through a symlink"));
+                }
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(self.refuse(rel, "a parent path is not a directory"));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    self.count_entry(rel)?;
+                    fs::create_dir(&p)
+                        .map_err(|e| io_err(format!("creating {}", p.display()), e))?;
+                    set_mode(&p, 0o755)?;
+                }
+                Err(e) => return Err(io_err(format!("inspecting {}", p.display()), e)),
+            }
+        }
+        Ok(p)
+    }
+
+    /// Prepares the final path of a non-directory entry: parents exist, and
+    /// nothing but a previous regular file is at the path (which is removed).
+    fn prepare_leaf(&mut self, rel: &Path) -> Result<PathBuf, SourceError> {
+        let comps = self.components(rel)?;
+        let (name, parents) = comps
+            .split_last()
+            .ok_or_else(|| self.refuse(rel, "empty path"))?;
+        let parent = self.ensure_dirs(rel, parents)?;
+        let p = parent.join(name);
+        match p.symlink_metadata() {
+            Ok(m) if m.file_type().is_symlink() => {
+                Err(self.refuse(rel, "it would be written through a symlink"))
+            }
+            Ok(m) if m.is_dir() => Err(self.refuse(rel, "a directory exists at this path")),
+            Ok(_) => {
+                fs::remove_file(&p).map_err(|e| io_err(format!("removing {}", p.display()), e))?;
+                Ok(p)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.count_entry(rel)?;
+                Ok(p)
+            }
+            Err(e) => Err(io_err(format!("inspecting {}", p.display()), e)),
+        }
+    }
+
+    /// A directory entry.
+    pub(crate) fn dir(&mut self, rel: &Path) -> Result<(), SourceError> {
+        let comps = self.components(rel)?;
+        self.ensure_dirs(rel, &comps)?;
+        Ok(())
+    }
+
+    /// A regular file whose content is read from `content` (counted as it is
+    /// copied, not trusting any declared size).
+    pub(crate) fn file(
+        &mut self,
+        rel: &Path,
+        executable: bool,
+        content: &mut dyn Read,
+    ) -> Result<(), SourceError> {
+        let p = self.prepare_leaf(rel)?;
+        let mode = if executable { 0o755 } else { 0o644 };
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&p)
+            .map_err(|e| io_err(format!("creating {}", p.display()), e))?;
+        let remaining = self.limits.max_unpacked_bytes.saturating_sub(self.bytes);
+        let mut limited = content.take(remaining.saturating_add(1));
+        let written = io::copy(&mut limited, &mut f).map_err(|e| {
+            SourceError::Archive(format!(
+                "{}: reading entry '{}': {e}",
+                self.origin,
+                rel.display()
+            ))
+        })?;
+        if written > remaining {
+            return Err(SourceError::Limit(format!(
+                "{}: entry '{}' exceeds the limit of {} unpacked bytes",
+                self.origin,
+                rel.display(),
+                self.limits.max_unpacked_bytes
+            )));
+        }
+        self.bytes += written;
+        f.flush()
+            .map_err(|e| io_err(format!("writing {}", p.display()), e))?;
+        set_mode(&p, mode)
+    }
+
+    /// A symlink; `target` must be relative and stay inside the tree.
+    pub(crate) fn symlink(&mut self, rel: &Path, target: &Path) -> Result<(), SourceError> {
+        let comps = self.components(rel)?;
+        check_link_target(&comps[..comps.len() - 1], target)
+            .map_err(|why| self.refuse(rel, &format!("symlink to '{}' {why}", target.display())))?;
+        let p = self.prepare_leaf(rel)?;
+        std::os::unix::fs::symlink(target, &p)
+            .map_err(|e| io_err(format!("creating symlink {}", p.display()), e))
+    }
+}
+
+/// Checks that a symlink in directory `link_dir` (components below the root)
+/// pointing at `target` stays inside the tree. Only leading `..` components
+/// are allowed: after a normal component a `..` could climb out of a
+/// directory reached through another symlink, which a lexical check cannot
+/// see.
+pub(crate) fn check_link_target(link_dir: &[&OsStr], target: &Path) -> Result<(), &'static str> {
+    if target.as_os_str().is_empty() {
+        return Err("has an empty target");
+    }
+    let mut depth = link_dir.len();
+    let mut seen_normal = false;
+    for c in target.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => return Err("is absolute"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if seen_normal {
+                    return Err("has a '..' after a normal component");
+                }
+                if depth == 0 {
+                    return Err("leaves the tree");
+                }
+                depth -= 1;
+            }
+            Component::Normal(_) => seen_normal = true,
+        }
+    }
+    Ok(())
+}
+
+fn set_mode(p: &Path, mode: u32) -> Result<(), SourceError> {
+    fs::set_permissions(p, fs::Permissions::from_mode(mode))
+        .map_err(|e| io_err(format!("setting mode of {}", p.display()), e))
+}
+
+/// Counts the decompressed bytes read and fails once they pass a limit
+/// (guards against gzip bombs in headers and long names, which the tar crate
+/// reads into memory).
+struct CappedReader<R> {
+    inner: R,
+    read: u64,
+    cap: u64,
+    hit: Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for CappedReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.cap {
+            self.hit.store(true, Ordering::Relaxed);
+            return Err(io::Error::other("decompressed size limit exceeded"));
+        }
+        Ok(n)
+    }
+}
+
+/// Safely unpacks a `.tar.gz` into `dest` (must be empty or absent).
+///
+/// Refuses, with an error naming the entry: absolute paths, `..` components,
+/// entries that would be written through a symlink, symlinks whose target
+/// leaves the tree or is absolute, hard links, device/fifo and other special
+/// entries. Enforces `max_archive_bytes` on the compressed input,
+/// `max_unpacked_bytes` on the sum of file sizes (counted while copying) and
+/// `max_files` on entries (directories and files). Regular files get mode
+/// 0644 or 0755, directories 0755. On error `dest` may hold a partial tree
+/// (the workspace functions unpack into a staging dir that is then removed).
+pub fn unpack_tar_gz(data: &[u8], dest: &Path, limits: &Limits) -> Result<(), SourceError> {
+    unpack_named(data, dest, limits, "archive")
+}
+
+pub(crate) fn unpack_named(
+    data: &[u8],
+    dest: &Path,
+    limits: &Limits,
+    origin: &str,
+) -> Result<(), SourceError> {
+    if data.len() as u64 > limits.max_archive_bytes {
+        return Err(SourceError::Limit(format!(
+            "{origin}: {} compressed bytes exceed the limit of {} archive bytes",
+            data.len(),
+            limits.max_archive_bytes
+        )));
+    }
+    let mut w = SafeWriter::new(dest, limits, origin)?;
+    // Headers, padding and long-name records on top of the file contents.
+    let cap = limits.max_unpacked_bytes.saturating_add(
+        (limits.max_files as u64)
+            .saturating_add(16)
+            .saturating_mul(8192),
+    );
+    let hit = Arc::new(AtomicBool::new(false));
+    let reader = CappedReader {
+        inner: flate2::read::GzDecoder::new(data),
+        read: 0,
+        cap,
+        hit: hit.clone(),
+    };
+    let mut archive = tar::Archive::new(reader);
+    let read_err = |what: String, e: io::Error| {
+        if hit.load(Ordering::Relaxed) {
+            SourceError::Limit(format!(
+                "{origin}: decompressed stream exceeds {cap} bytes \
+                 (max_unpacked_bytes plus header allowance) at {what}"
+            ))
+        } else {
+            SourceError::Archive(format!("{origin}: {what}: {e}"))
+        }
+    };
+    let entries = archive
+        .entries()
+        .map_err(|e| read_err("reading the archive".into(), e))?;
+    for (index, entry) in entries.enumerate() {
+        let mut entry = entry.map_err(|e| read_err(format!("reading entry #{index}"), e))?;
+        let path = entry
+            .path()
+            .map_err(|e| read_err(format!("reading the path of entry #{index}"), e))?
+            .into_owned();
+        let kind = entry.header().entry_type();
+        match kind {
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                let mode = entry.header().mode().unwrap_or(0o644);
+                w.file(&path, mode & 0o111 != 0, &mut entry).map_err(|e| {
+                    if hit.load(Ordering::Relaxed) {
+                        read_err(format!("entry '{}'", path.display()), io::Error::other(""))
+                    } else {
+                        e
+                    }
+                })?;
+            }
+            tar::EntryType::Directory => w.dir(&path)?,
+            tar::EntryType::Symlink => {
+                let target = entry
+                    .link_name()
+                    .map_err(|e| read_err(format!("reading the link of '{}'", path.display()), e))?
+                    .ok_or_else(|| {
+                        SourceError::Archive(format!(
+                            "{origin}: entry '{}' refused: symlink without a target",
+                            path.display()
+                        ))
+                    })?
+                    .into_owned();
+                w.symlink(&path, &target)?;
+            }
+            tar::EntryType::XGlobalHeader => {}
+            other => {
+                let what = match other {
+                    tar::EntryType::Link => "hard links are not supported".to_string(),
+                    tar::EntryType::Char | tar::EntryType::Block => {
+                        "device files are not supported".to_string()
+                    }
+                    tar::EntryType::Fifo => "fifos are not supported".to_string(),
+                    o => format!("unsupported entry type {o:?}"),
+                };
+                return Err(SourceError::Archive(format!(
+                    "{origin}: entry '{}' refused: {what}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    tracing::debug!(origin, dest = %dest.display(), bytes = w.bytes(), "unpacked archive");
+    Ok(())
+}
+
+/// An in-cluster bundle (`.tar.gz` bytes read by the controller from a
+/// ConfigMap or Secret; `origin` names it for messages, e.g.
+/// "ConfigMap apps/site-bundle key bundle.tar.gz"). The revision is
+/// `sha256:<hex of data>`; returns `cached = true` when it is present.
+pub fn unpack_bundle(
+    ws: &Workspace,
+    key: &str,
+    origin: &str,
+    data: &[u8],
+    limits: &Limits,
+) -> Result<Fetched, SourceError> {
+    let revision = sha256_revision(data);
+    if let Some(dir) = ws.lookup(key, &revision)? {
+        tracing::debug!(key, origin, revision, "bundle revision already present");
+        return Ok(Fetched {
+            revision,
+            dir,
+            cached: true,
+        });
+    }
+    let staging = ws.staging(key)?;
+    unpack_named(data, &staging.tree(), limits, origin)?;
+    let dir = staging.commit(&revision, &[])?;
+    tracing::info!(key, origin, revision, "unpacked bundle");
+    Ok(Fetched {
+        revision,
+        dir,
+        cached: false,
+    })
+}
+
+/// Deterministic bundle of `dir` (for `krmsync bundle create`): entries
+/// sorted by path, mtime 0, uid/gid 0, modes 0644/0755, relative symlinks
+/// kept only when they stay in the tree (else an error naming the link),
+/// `.git` entries skipped. Identical trees give identical bytes.
+pub fn create_bundle(dir: &Path) -> Result<Vec<u8>, SourceError> {
+    let mut entries = Vec::new();
+    collect(dir, Path::new(""), &mut entries)?;
+    entries.sort_by(|a, b| a.0.as_os_str().as_bytes().cmp(b.0.as_os_str().as_bytes()));
+
+    let gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .operating_system(255)
+        .write(Vec::new(), flate2::Compression::default());
+    let mut builder = tar::Builder::new(gz);
+    for (rel, kind) in &entries {
+        let full = dir.join(rel);
+        let mut h = tar::Header::new_gnu();
+        h.set_mtime(0);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_username("")
+            .and_then(|_| h.set_groupname(""))
+            .map_err(|e| io_err(format!("bundling {}", rel.display()), e))?;
+        let res = match kind {
+            Kind::Dir => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_mode(0o755);
+                h.set_size(0);
+                builder.append_data(&mut h, rel, io::empty())
+            }
+            Kind::File { executable } => {
+                let data = fs::read(&full)
+                    .map_err(|e| io_err(format!("reading {}", full.display()), e))?;
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_mode(if *executable { 0o755 } else { 0o644 });
+                h.set_size(data.len() as u64);
+                builder.append_data(&mut h, rel, data.as_slice())
+            }
+            Kind::Symlink(target) => {
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.set_mode(0o777);
+                h.set_size(0);
+                builder.append_link(&mut h, rel, target)
+            }
+        };
+        res.map_err(|e| SourceError::Archive(format!("bundling '{}': {e}", rel.display())))?;
+    }
+    let gz = builder
+        .into_inner()
+        .map_err(|e| SourceError::Archive(format!("finishing bundle of {}: {e}", dir.display())))?;
+    gz.finish()
+        .map_err(|e| SourceError::Archive(format!("compressing bundle of {}: {e}", dir.display())))
+}
+
+enum Kind {
+    Dir,
+    File { executable: bool },
+    Symlink(PathBuf),
+}
+
+fn collect(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, Kind)>) -> Result<(), SourceError> {
+    let here = root.join(rel);
+    let rd = fs::read_dir(&here).map_err(|e| io_err(format!("reading {}", here.display()), e))?;
+    for entry in rd {
+        let entry = entry.map_err(|e| io_err(format!("reading {}", here.display()), e))?;
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let child = rel.join(&name);
+        let full = entry.path();
+        let meta = full
+            .symlink_metadata()
+            .map_err(|e| io_err(format!("inspecting {}", full.display()), e))?;
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            let target = fs::read_link(&full)
+                .map_err(|e| io_err(format!("reading link {}", full.display()), e))?;
+            let dir_comps: Vec<&OsStr> = rel
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(n) => Some(n),
+                    _ => None,
+                })
+                .collect();
+            check_link_target(&dir_comps, &target).map_err(|why| {
+                SourceError::Archive(format!(
+                    "symlink '{}' to '{}' {why}; bundles keep only relative links inside the tree",
+                    child.display(),
+                    target.display()
+                ))
+            })?;
+            out.push((child, Kind::Symlink(target)));
+        } else if ft.is_dir() {
+            out.push((child.clone(), Kind::Dir));
+            collect(root, &child, out)?;
+        } else if ft.is_file() {
+            out.push((
+                child,
+                Kind::File {
+                    executable: meta.permissions().mode() & 0o111 != 0,
+                },
+            ));
+        } else {
+            return Err(SourceError::Archive(format!(
+                "'{}' is not a regular file, directory or symlink",
+                child.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A raw GNU header whose name bytes are written directly, so `..` and
+    /// absolute paths get through (`Header::set_path` refuses them).
+    fn header(name: &str, kind: tar::EntryType, size: u64, link: Option<&str>) -> tar::Header {
+        let mut h = tar::Header::new_gnu();
+        let bytes = name.as_bytes();
+        h.as_old_mut().name[..bytes.len()].copy_from_slice(bytes);
+        if let Some(l) = link {
+            let lb = l.as_bytes();
+            h.as_old_mut().linkname[..lb.len()].copy_from_slice(lb);
+        }
+        h.set_entry_type(kind);
+        h.set_size(size);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        h.set_cksum();
+        h
+    }
+
+    enum E<'a> {
+        File(&'a str, &'a [u8]),
+        Dir(&'a str),
+        Link(&'a str, &'a str),
+        Hard(&'a str, &'a str),
+        Fifo(&'a str),
+    }
+
+    fn tar_gz(entries: &[E<'_>]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for e in entries {
+            match e {
+                E::File(n, data) => {
+                    let h = header(n, tar::EntryType::Regular, data.len() as u64, None);
+                    b.append(&h, *data).unwrap();
+                }
+                E::Dir(n) => {
+                    let h = header(n, tar::EntryType::Directory, 0, None);
+                    b.append(&h, io::empty()).unwrap();
+                }
+                E::Link(n, t) => {
+                    let h = header(n, tar::EntryType::Symlink, 0, Some(t));
+                    b.append(&h, io::empty()).unwrap();
+                }
+                E::Hard(n, t) => {
+                    let h = header(n, tar::EntryType::Link, 0, Some(t));
+                    b.append(&h, io::empty()).unwrap();
+                }
+                E::Fifo(n) => {
+                    let h = header(n, tar::EntryType::Fifo, 0, None);
+                    b.append(&h, io::empty()).unwrap();
+                }
+            }
+        }
+        let raw = b.into_inner().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&raw).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// Unpacks into a fresh dir below a tempdir that also holds an
+    /// `outside` dir, and returns (tempdir, error).
+    fn refused(entries: &[E<'_>], limits: &Limits) -> (tempfile::TempDir, SourceError) {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("outside")).unwrap();
+        let err = unpack_tar_gz(&tar_gz(entries), &tmp.path().join("dest"), limits).unwrap_err();
+        (tmp, err)
+    }
+
+    fn assert_refused(entries: &[E<'_>], entry: &str, why: &str) -> tempfile::TempDir {
+        let (tmp, err) = refused(entries, &Limits::default());
+        assert!(matches!(err, SourceError::Archive(_)), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("'{entry}'")), "{msg}");
+        assert!(msg.contains(why), "{msg}");
+        tmp
+    }
+
+    #[test]
+    fn refuses_parent_dir_escape() {
+        let tmp = assert_refused(&[E::File("../x", b"evil")], "../x", "'..'");
+        assert!(!tmp.path().join("x").exists());
+        assert_refused(&[E::File("a/../../x", b"evil")], "a/../../x", "'..'");
+    }
+
+    #[test]
+    fn refuses_absolute_path() {
+        assert_refused(
+            &[E::File("/tmp/krmsync-evil", b"evil")],
+            "/tmp/krmsync-evil",
+            "absolute",
+        );
+        assert!(!Path::new("/tmp/krmsync-evil").exists());
+    }
+
+    #[test]
+    fn refuses_symlink_out_of_tree() {
+        assert_refused(&[E::Link("l", "../outside")], "l", "leaves the tree");
+        assert_refused(&[E::Link("d/l", "../../outside")], "d/l", "leaves the tree");
+        assert_refused(&[E::Link("l", "/etc")], "l", "absolute");
+        assert_refused(&[E::Link("l", "a/../../outside")], "l", "'..' after");
+    }
+
+    #[test]
+    fn refuses_write_through_symlink() {
+        // The link itself is in-tree, but writing through it is refused.
+        let tmp = assert_refused(
+            &[E::Dir("real"), E::Link("l", "real"), E::File("l/f", b"x")],
+            "l/f",
+            "through a symlink",
+        );
+        assert!(!tmp.path().join("dest/real/f").exists());
+        // Replacing a symlink by a file of the same name is refused too.
+        assert_refused(
+            &[E::File("t", b"1"), E::Link("l", "t"), E::File("l", b"x")],
+            "l",
+            "through a symlink",
+        );
+    }
+
+    #[test]
+    fn refuses_hard_links_and_fifos() {
+        assert_refused(&[E::File("a", b"1"), E::Hard("b", "a")], "b", "hard links");
+        assert_refused(&[E::Fifo("p")], "p", "fifo");
+    }
+
+    #[test]
+    fn enforces_file_count() {
+        let limits = Limits {
+            max_files: 3,
+            ..Limits::default()
+        };
+        let (_tmp, err) = refused(
+            &[
+                E::Dir("d"),
+                E::File("d/a", b"1"),
+                E::File("d/b", b"2"),
+                E::File("d/c", b"3"),
+            ],
+            &limits,
+        );
+        assert!(matches!(err, SourceError::Limit(_)), "{err}");
+        assert!(err.to_string().contains("'d/c'"), "{err}");
+    }
+
+    #[test]
+    fn enforces_unpacked_bytes() {
+        let big = vec![0u8; 1 << 20];
+        let data = tar_gz(&[E::File("small", b"ok"), E::File("zeros", &big)]);
+        assert!(data.len() < 4096, "compresses well: {}", data.len());
+        let limits = Limits {
+            max_unpacked_bytes: 100_000,
+            ..Limits::default()
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let err = unpack_tar_gz(&data, &tmp.path().join("d"), &limits).unwrap_err();
+        assert!(matches!(err, SourceError::Limit(_)), "{err}");
+        assert!(err.to_string().contains("'zeros'"), "{err}");
+        let written = std::fs::metadata(tmp.path().join("d/zeros")).map(|m| m.len());
+        assert!(written.map(|n| n <= 100_001).unwrap_or(true));
+    }
+
+    #[test]
+    fn enforces_archive_bytes() {
+        let data = tar_gz(&[E::File("a", b"hello")]);
+        let limits = Limits {
+            max_archive_bytes: 10,
+            ..Limits::default()
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let err = unpack_tar_gz(&data, &tmp.path().join("d"), &limits).unwrap_err();
+        assert!(matches!(err, SourceError::Limit(_)), "{err}");
+    }
+
+    #[test]
+    fn refuses_non_empty_destination() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("x"), "1").unwrap();
+        let err = unpack_tar_gz(
+            &tar_gz(&[E::File("a", b"1")]),
+            tmp.path(),
+            &Limits::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("not empty"), "{err}");
+    }
+
+    fn sample_tree(root: &Path) {
+        std::fs::create_dir_all(root.join("base/nested/deep")).unwrap();
+        std::fs::create_dir_all(root.join("overlays/prod")).unwrap();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(root.join("kustomization.yaml"), "resources: [base]\n").unwrap();
+        std::fs::write(root.join("base/nested/deep/cm.yaml"), "kind: ConfigMap\n").unwrap();
+        std::fs::write(root.join("overlays/prod/run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            root.join("overlays/prod/run.sh"),
+            std::fs::Permissions::from_mode(0o775),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            root.join("kustomization.yaml"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("../../base/nested", root.join("overlays/prod/nested")).unwrap();
+    }
+
+    #[test]
+    fn bundle_round_trips_and_is_deterministic() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        sample_tree(&src);
+        let a = create_bundle(&src).unwrap();
+        // Same tree elsewhere, created in another order and later: same bytes.
+        let src2 = tmp.path().join("src2");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        sample_tree(&src2);
+        let b = create_bundle(&src2).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(create_bundle(&src).unwrap(), a);
+
+        let out = tmp.path().join("out");
+        unpack_tar_gz(&a, &out, &Limits::default()).unwrap();
+        assert!(!out.join(".git").exists());
+        assert_eq!(
+            std::fs::read_to_string(out.join("base/nested/deep/cm.yaml")).unwrap(),
+            "kind: ConfigMap\n"
+        );
+        assert_eq!(
+            std::fs::read_link(out.join("overlays/prod/nested")).unwrap(),
+            PathBuf::from("../../base/nested")
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("overlays/prod/nested/deep/cm.yaml")).unwrap(),
+            "kind: ConfigMap\n"
+        );
+        let mode = |p: &str| std::fs::metadata(out.join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("overlays/prod/run.sh"), 0o755);
+        assert_eq!(mode("kustomization.yaml"), 0o644);
+        assert_eq!(mode("base/nested"), 0o755);
+
+        // Entries are sorted with zeroed metadata.
+        let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(a.as_slice()));
+        let mut names = Vec::new();
+        for e in ar.entries().unwrap() {
+            let e = e.unwrap();
+            assert_eq!(e.header().mtime().unwrap(), 0);
+            assert_eq!(e.header().uid().unwrap(), 0);
+            names.push(e.path().unwrap().to_string_lossy().into_owned());
+        }
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        assert!(names.iter().all(|n| !n.starts_with(".git")), "{names:?}");
+    }
+
+    #[test]
+    fn bundle_refuses_escaping_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink("../../etc/passwd", tmp.path().join("sub/evil")).unwrap();
+        let err = create_bundle(tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("'sub/evil'"), "{err}");
+    }
+
+    #[test]
+    fn unpack_bundle_caches_by_digest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        sample_tree(&src);
+        let data = create_bundle(&src).unwrap();
+        let ws = Workspace::new(tmp.path().join("ws")).unwrap();
+        let origin = "ConfigMap apps/site-bundle key bundle.tar.gz";
+        let first = unpack_bundle(&ws, "apps_site", origin, &data, &Limits::default()).unwrap();
+        assert!(!first.cached);
+        assert!(first.revision.starts_with("sha256:"));
+        assert!(first.dir.join("kustomization.yaml").is_file());
+        let second = unpack_bundle(&ws, "apps_site", origin, &data, &Limits::default()).unwrap();
+        assert!(second.cached);
+        assert_eq!(second.dir, first.dir);
+
+        let bad = tar_gz(&[E::File("../x", b"1")]);
+        let err = unpack_bundle(&ws, "apps_site", origin, &bad, &Limits::default()).unwrap_err();
+        assert!(err.to_string().contains(origin), "{err}");
+        assert!(
+            first.dir.is_dir(),
+            "failed unpack keeps the previous revision"
+        );
+        assert_eq!(
+            std::fs::read_dir(ws.root().join("apps_site"))
+                .unwrap()
+                .count(),
+            1
+        );
+    }
+}
