@@ -1,0 +1,827 @@
+//! Git sources (libgit2, blocking).
+//!
+//! One fetch works in a temporary bare repository inside the workspace's
+//! staging dir:
+//!
+//! 1. An ls-remote style lookup (a `download` whose only refspec matches no
+//!    remote ref, so the refs are listed but no pack is transferred; this
+//!    goes through `FetchOptions`, so bearer headers, credentials and the CA
+//!    check apply to it as well).
+//! 2. If the resolved commit is already in the workspace, return it cached.
+//! 3. Otherwise fetch the ref with depth 1; when libgit2 refuses shallow
+//!    fetches (the local `file://` transport does), fetch in full.
+//! 4. Write the commit's tree through [`SafeWriter`] (no `.git`, same safety
+//!    checks and limits as archives; submodules are skipped), drop the
+//!    repository and rename the staging dir into place.
+//!
+//! # TLS trust (`GitAuth::ca_pem`)
+//!
+//! git2 0.21 exposes a custom CA only as a process-global, `unsafe` libgit2
+//! option, so krmsync uses the `certificate_check` callback instead. When a
+//! CA is given, the server's leaf certificate (as received by libgit2) is
+//! accepted when
+//!
+//! * it is byte-identical to a certificate in `ca_pem` (a pinned or
+//!   self-signed server certificate), or
+//! * a separate TLS handshake with the same host and port, made by rustls
+//!   (via reqwest) trusting only `ca_pem`, succeeds (chain and host name
+//!   verified) and the peer presents that same leaf certificate.
+//!
+//! Otherwise libgit2's own verification against the system roots decides.
+//! libgit2's handshake proves the server holds the leaf's private key; the
+//! rustls handshake proves that leaf is valid for the host under the CA.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use git2::{
+    AutotagOption, CertificateCheckStatus, Cred, CredentialType, FetchOptions, ObjectType, Oid,
+    ProxyOptions, RemoteCallbacks, Repository,
+};
+
+use super::archive::SafeWriter;
+use super::{Fetched, GitAuth, GitReference, Limits, SourceError, Workspace, redact_url};
+
+/// The local ref a fetched commit is stored under in the scratch repository.
+const TARGET_REF: &str = "refs/krmsync/target";
+/// A refspec matching no remote ref: makes `download` list refs only.
+const LS_REMOTE_REFSPEC: &str = "refs/krmsync/ls-remote-only";
+
+/// Blocking (libgit2): resolves `reference` on the remote (an ls-remote style
+/// lookup first); if that commit is already in the workspace returns it with
+/// `cached = true` without fetching; otherwise fetches shallowly (depth 1)
+/// where the transport supports it (a full fetch when libgit2 refuses
+/// shallow, e.g. for `file://`), writes the commit's tree into the workspace
+/// (no `.git` dir) and returns it.
+///
+/// `Commit(sha)` needs a full 40-hex SHA; a commit already present is
+/// returned without contacting the server. It is fetched by id, and when the
+/// server refuses that, all branches and tags are fetched and the commit
+/// looked up (an error names it when absent). `DefaultBranch` is the
+/// remote's `HEAD`.
+///
+/// URLs: `https://`, `http://`, `file://`. Auth: basic (username/password)
+/// or a bearer token (sent as an `Authorization: Bearer` header). For
+/// `ca_pem` see the module docs.
+pub fn fetch_git(
+    ws: &Workspace,
+    key: &str,
+    url: &str,
+    reference: &GitReference,
+    auth: Option<&GitAuth>,
+    limits: &Limits,
+) -> Result<Fetched, SourceError> {
+    let shown = redact_url(url);
+    let ctx = format!("fetching {shown} {reference}");
+    if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("file://")) {
+        return Err(SourceError::Git(format!(
+            "{ctx}: unsupported URL scheme (use https://, http:// or file://)"
+        )));
+    }
+    let wanted_commit = match reference {
+        GitReference::Commit(sha) => {
+            let sha = sha.to_ascii_lowercase();
+            if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(SourceError::Git(format!(
+                    "{ctx}: a commit must be given as a full 40-hex SHA"
+                )));
+            }
+            if let Some(dir) = ws.lookup(key, &sha)? {
+                tracing::debug!(key, url = %shown, revision = %sha, "git commit already present");
+                return Ok(Fetched {
+                    revision: sha,
+                    dir,
+                    cached: true,
+                });
+            }
+            Some(sha)
+        }
+        _ => None,
+    };
+
+    let staging = ws.staging(key)?;
+    let repo_dir = staging.path().join("repo");
+    let tree_dir = staging.tree();
+    let session = Session::new(url, auth, limits, &ctx)?;
+    let revision = {
+        let repo = Repository::init_bare(&repo_dir)
+            .map_err(|e| SourceError::Git(format!("{ctx}: creating scratch repository: {e}")))?;
+        let commit = match wanted_commit {
+            Some(sha) => session.fetch_commit(&repo, &sha)?,
+            None => {
+                let (refname, listed) = session.ls_remote(&repo, reference)?;
+                if let Some(dir) = ws.lookup(key, &listed.to_string())? {
+                    tracing::debug!(key, url = %shown, %reference, revision = %listed, "git revision unchanged");
+                    return Ok(Fetched {
+                        revision: listed.to_string(),
+                        dir,
+                        cached: true,
+                    });
+                }
+                session.fetch_ref(&repo, &refname)?
+            }
+        };
+        let revision = commit.to_string();
+        if let Some(dir) = ws.lookup(key, &revision)? {
+            return Ok(Fetched {
+                revision,
+                dir,
+                cached: true,
+            });
+        }
+        checkout(&repo, commit, &tree_dir, limits, &ctx)?;
+        revision
+    };
+    let dir = staging.commit(&revision, &["repo"])?;
+    tracing::info!(key, url = %shown, %reference, revision, "fetched git revision");
+    Ok(Fetched {
+        revision,
+        dir,
+        cached: false,
+    })
+}
+
+/// Connection settings and per-fetch state shared by the callbacks.
+struct Session<'a> {
+    url: &'a str,
+    auth: Option<&'a GitAuth>,
+    limits: &'a Limits,
+    ctx: &'a str,
+    ca_der: Vec<Vec<u8>>,
+    header: Option<String>,
+    auth_attempts: Cell<u32>,
+    limit_hit: Cell<bool>,
+    cert_problem: RefCell<Option<String>>,
+}
+
+impl<'a> Session<'a> {
+    fn new(
+        url: &'a str,
+        auth: Option<&'a GitAuth>,
+        limits: &'a Limits,
+        ctx: &'a str,
+    ) -> Result<Session<'a>, SourceError> {
+        let ca_der = match auth.and_then(|a| a.ca_pem.as_deref()) {
+            Some(pem) => {
+                let certs = pem_certificates(pem);
+                if certs.is_empty() {
+                    return Err(SourceError::Git(format!(
+                        "{ctx}: the CA bundle contains no PEM CERTIFICATE block"
+                    )));
+                }
+                certs
+            }
+            None => Vec::new(),
+        };
+        let header = auth
+            .and_then(|a| a.bearer_token.as_deref())
+            .map(|t| format!("Authorization: Bearer {}", t.trim()));
+        Ok(Session {
+            url,
+            auth,
+            limits,
+            ctx,
+            ca_der,
+            header,
+            auth_attempts: Cell::new(0),
+            limit_hit: Cell::new(false),
+            cert_problem: RefCell::new(None),
+        })
+    }
+
+    fn options(&self, depth: i32) -> FetchOptions<'_> {
+        let mut cb = RemoteCallbacks::new();
+        cb.credentials(|_url, username_from_url, allowed| {
+            let n = self.auth_attempts.get() + 1;
+            self.auth_attempts.set(n);
+            let basic = self
+                .auth
+                .and_then(|a| a.username.as_deref().zip(a.password.as_deref()));
+            match basic {
+                Some((user, pass)) if n == 1 && allowed.contains(CredentialType::USER_PASS_PLAINTEXT) => {
+                    Cred::userpass_plaintext(user, pass)
+                }
+                Some(_) if n > 1 => Err(git2::Error::from_str(
+                    "authentication failed: the server rejected the username/password",
+                )),
+                _ => Err(git2::Error::from_str(&format!(
+                    "authentication required (user '{}'); configure a username/password or a bearer token",
+                    username_from_url.unwrap_or("")
+                ))),
+            }
+        });
+        let limit = self.limits.max_archive_bytes;
+        cb.transfer_progress(move |stats| {
+            if stats.received_bytes() as u64 > limit {
+                self.limit_hit.set(true);
+                false
+            } else {
+                true
+            }
+        });
+        if !self.ca_der.is_empty() {
+            cb.certificate_check(|cert, host| {
+                let Some(x509) = cert.as_x509() else {
+                    return Ok(CertificateCheckStatus::CertificatePassthrough);
+                };
+                let leaf = x509.data();
+                if self.ca_der.iter().any(|c| c.as_slice() == leaf) {
+                    return Ok(CertificateCheckStatus::CertificateOk);
+                }
+                match verify_with_ca(self.url, host, leaf, self.auth) {
+                    Ok(()) => Ok(CertificateCheckStatus::CertificateOk),
+                    Err(why) => {
+                        tracing::debug!(host, why, "custom CA did not verify; using system roots");
+                        *self.cert_problem.borrow_mut() = Some(why);
+                        Ok(CertificateCheckStatus::CertificatePassthrough)
+                    }
+                }
+            });
+        }
+        let mut proxy = ProxyOptions::new();
+        proxy.auto();
+        let mut opts = FetchOptions::new();
+        opts.remote_callbacks(cb);
+        opts.proxy_options(proxy);
+        opts.download_tags(AutotagOption::None);
+        opts.update_fetchhead(false);
+        if depth > 0 {
+            opts.depth(depth);
+        }
+        if let Some(h) = &self.header {
+            opts.custom_headers(&[h.as_str()]);
+        }
+        opts
+    }
+
+    /// Turns a libgit2 error into a message a user can act on.
+    fn error(&self, what: &str, e: git2::Error) -> SourceError {
+        if self.limit_hit.get() {
+            return SourceError::Limit(format!(
+                "{}: {what}: received more than {} bytes of pack data (max_archive_bytes)",
+                self.ctx, self.limits.max_archive_bytes
+            ));
+        }
+        let mut msg = format!("{}: {what}: {}", self.ctx, e.message());
+        if e.code() == git2::ErrorCode::Auth
+            || e.message().contains("authentication")
+            || e.message().contains("401")
+        {
+            if !msg.contains("authentication") {
+                msg.push_str(" (authentication failed; check the credentials Secret)");
+            }
+        } else if e.code() == git2::ErrorCode::Certificate || e.class() == git2::ErrorClass::Ssl {
+            msg.push_str(" (TLS certificate not trusted; set a CA certificate for this server)");
+            if let Some(p) = self.cert_problem.borrow().as_deref() {
+                msg.push_str(&format!("; custom CA check: {p}"));
+            }
+        }
+        SourceError::Git(msg)
+    }
+
+    /// Lists the remote's refs and resolves `reference` to (ref to fetch, commit id).
+    fn ls_remote(
+        &self,
+        repo: &Repository,
+        reference: &GitReference,
+    ) -> Result<(String, Oid), SourceError> {
+        let mut remote = repo
+            .remote_anonymous(self.url)
+            .map_err(|e| self.error("configuring the remote", e))?;
+        remote
+            .download(&[LS_REMOTE_REFSPEC], Some(&mut self.options(0)))
+            .map_err(|e| self.error("listing remote refs", e))?;
+        let heads: Vec<(String, Oid)> = remote
+            .list()
+            .map_err(|e| self.error("listing remote refs", e))?
+            .iter()
+            .map(|h| (h.name().to_string(), h.oid()))
+            .collect();
+        let find = |name: &str| heads.iter().find(|(n, _)| n == name).map(|(_, o)| *o);
+        let not_found = |what: String| {
+            SourceError::Git(format!("{}: {what} not found on the remote", self.ctx))
+        };
+        match reference {
+            GitReference::DefaultBranch => {
+                let oid = find("HEAD").ok_or_else(|| not_found("HEAD".into()))?;
+                let name = remote
+                    .default_branch()
+                    .ok()
+                    .and_then(|b| b.as_str().ok().map(str::to_string))
+                    .filter(|b| find(b).is_some())
+                    .unwrap_or_else(|| "HEAD".to_string());
+                Ok((name, oid))
+            }
+            GitReference::Branch(b) => {
+                let name = format!("refs/heads/{b}");
+                let oid = find(&name).ok_or_else(|| not_found(format!("branch '{b}' ({name})")))?;
+                Ok((name, oid))
+            }
+            GitReference::Tag(t) => {
+                let name = format!("refs/tags/{t}");
+                let oid = find(&format!("{name}^{{}}"))
+                    .or_else(|| find(&name))
+                    .ok_or_else(|| not_found(format!("tag '{t}' ({name})")))?;
+                Ok((name, oid))
+            }
+            GitReference::Commit(c) => Err(SourceError::Git(format!(
+                "{}: internal: commit '{c}' has no ref to list",
+                self.ctx
+            ))),
+        }
+    }
+
+    /// Fetches `refspecs` shallowly, or in full when shallow is refused.
+    fn fetch(&self, repo: &Repository, refspecs: &[&str]) -> Result<(), git2::Error> {
+        let mut remote = repo.remote_anonymous(self.url)?;
+        if self.url.starts_with("file://") {
+            // libgit2's local transport never supports shallow fetches.
+            return remote.fetch(refspecs, Some(&mut self.options(0)), None);
+        }
+        match remote.fetch(refspecs, Some(&mut self.options(1)), None) {
+            Err(e)
+                if e.message().to_ascii_lowercase().contains("shallow")
+                    && !self.limit_hit.get() =>
+            {
+                tracing::debug!(url = %redact_url(self.url), error = %e.message(), "shallow fetch refused, fetching in full");
+                let mut remote = repo.remote_anonymous(self.url)?;
+                remote.fetch(refspecs, Some(&mut self.options(0)), None)
+            }
+            other => other,
+        }
+    }
+
+    fn fetch_ref(&self, repo: &Repository, refname: &str) -> Result<Oid, SourceError> {
+        let spec = format!("+{refname}:{TARGET_REF}");
+        self.fetch(repo, &[spec.as_str()])
+            .map_err(|e| self.error("fetching", e))?;
+        repo.find_reference(TARGET_REF)
+            .and_then(|r| r.peel_to_commit())
+            .map(|c| c.id())
+            .map_err(|e| self.error(&format!("resolving fetched {refname} to a commit"), e))
+    }
+
+    fn fetch_commit(&self, repo: &Repository, sha: &str) -> Result<Oid, SourceError> {
+        let oid = Oid::from_str(sha).map_err(|e| self.error("parsing the commit id", e))?;
+        let spec = format!("{sha}:{TARGET_REF}");
+        match self.fetch(repo, &[spec.as_str()]) {
+            Ok(()) => {}
+            Err(e) if self.limit_hit.get() || e.code() == git2::ErrorCode::Auth => {
+                return Err(self.error("fetching", e));
+            }
+            Err(e) => {
+                tracing::debug!(sha, error = %e.message(), "fetching by commit id failed; fetching all branches and tags");
+                self.fetch(
+                    repo,
+                    &[
+                        "+refs/heads/*:refs/krmsync/heads/*",
+                        "+refs/tags/*:refs/krmsync/tags/*",
+                    ],
+                )
+                .map_err(|e| self.error("fetching all branches and tags", e))?;
+            }
+        }
+        match repo.find_object(oid, None).and_then(|o| o.peel_to_commit()) {
+            Ok(c) => Ok(c.id()),
+            Err(_) => Err(SourceError::Git(format!(
+                "{}: commit {sha} not found on the remote (not fetchable by id and not reachable from any branch or tag)",
+                self.ctx
+            ))),
+        }
+    }
+}
+
+/// Writes the tree of `commit` into `dest` (which must not exist yet).
+fn checkout(
+    repo: &Repository,
+    commit: Oid,
+    dest: &Path,
+    limits: &Limits,
+    ctx: &str,
+) -> Result<(), SourceError> {
+    let git_err = |what: &str, e: git2::Error| SourceError::Git(format!("{ctx}: {what}: {e}"));
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .map_err(|e| git_err(&format!("reading the tree of commit {commit}"), e))?;
+    let origin = format!("git commit {commit}");
+    let mut w = SafeWriter::new(dest, limits, &origin)?;
+    write_tree(repo, &tree, Path::new(""), &mut w, ctx)
+}
+
+fn write_tree(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    rel: &Path,
+    w: &mut SafeWriter,
+    ctx: &str,
+) -> Result<(), SourceError> {
+    for entry in tree.iter() {
+        let name = OsStr::from_bytes(entry.name_bytes());
+        if name == ".git" {
+            continue;
+        }
+        let path: PathBuf = rel.join(name);
+        if entry.name_bytes().contains(&b'/') {
+            return Err(SourceError::Archive(format!(
+                "{ctx}: tree entry '{}' has a '/' in its name",
+                path.display()
+            )));
+        }
+        let obj_err = |e: git2::Error| {
+            SourceError::Git(format!(
+                "{ctx}: reading object of '{}': {e}",
+                path.display()
+            ))
+        };
+        let mode = entry.filemode();
+        match entry.kind() {
+            Some(ObjectType::Tree) => {
+                w.dir(&path)?;
+                let sub = entry
+                    .to_object(repo)
+                    .and_then(|o| o.peel_to_tree())
+                    .map_err(obj_err)?;
+                write_tree(repo, &sub, &path, w, ctx)?;
+            }
+            Some(ObjectType::Blob) => {
+                let blob = repo.find_blob(entry.id()).map_err(obj_err)?;
+                if mode == 0o120000 {
+                    let target = OsStr::from_bytes(blob.content());
+                    w.symlink(&path, Path::new(target))?;
+                } else {
+                    w.file(&path, mode & 0o111 != 0, &mut blob.content())?;
+                }
+            }
+            Some(ObjectType::Commit) => {
+                tracing::warn!(path = %path.display(), "skipping git submodule (not supported)");
+            }
+            other => {
+                return Err(SourceError::Archive(format!(
+                    "{ctx}: tree entry '{}' has unsupported type {other:?}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The DER bodies of the `CERTIFICATE` blocks in `pem`.
+fn pem_certificates(pem: &[u8]) -> Vec<Vec<u8>> {
+    use base64::Engine;
+    let text = String::from_utf8_lossy(pem);
+    let mut out = Vec::new();
+    let mut body: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line == "-----BEGIN CERTIFICATE-----" {
+            body = Some(String::new());
+        } else if line == "-----END CERTIFICATE-----" {
+            if let Some(b) = body.take()
+                && let Ok(der) = base64::engine::general_purpose::STANDARD.decode(b.as_bytes())
+            {
+                out.push(der);
+            }
+        } else if let Some(b) = body.as_mut() {
+            b.push_str(line);
+        }
+    }
+    out
+}
+
+/// Verifies `leaf` for `host` against the CA in `auth` with a separate
+/// rustls handshake (see the module docs). Runs on its own thread so it is
+/// safe whatever runtime context the caller is in.
+fn verify_with_ca(
+    url: &str,
+    host: &str,
+    leaf: &[u8],
+    auth: Option<&GitAuth>,
+) -> Result<(), String> {
+    let pem = auth
+        .and_then(|a| a.ca_pem.clone())
+        .ok_or_else(|| "no CA configured".to_string())?;
+    let port = url
+        .strip_prefix("https://")
+        .and_then(|rest| rest.split(['/', '?', '#']).next())
+        .map(|authority| authority.rsplit('@').next().unwrap_or(authority))
+        .and_then(|hostport| {
+            if hostport.ends_with(']') {
+                None
+            } else {
+                hostport.rsplit_once(':').map(|(_, p)| p.to_string())
+            }
+        })
+        .unwrap_or_else(|| "443".to_string());
+    let probe = if host.contains(':') {
+        format!("https://[{host}]:{port}/")
+    } else {
+        format!("https://{host}:{port}/")
+    };
+    let leaf = leaf.to_vec();
+    let handle = std::thread::spawn(move || -> Result<(), String> {
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| e.to_string())?;
+        let mut builder = reqwest::Client::builder()
+            .tls_built_in_root_certs(false)
+            .tls_info(true)
+            .timeout(std::time::Duration::from_secs(30));
+        for c in certs {
+            builder = builder.add_root_certificate(c);
+        }
+        let client = builder.build().map_err(|e| e.to_string())?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(async move {
+            let resp = client.get(&probe).send().await.map_err(|e| {
+                format!("TLS handshake with {probe} trusting only the CA failed: {e}")
+            })?;
+            let seen = resp
+                .extensions()
+                .get::<reqwest::tls::TlsInfo>()
+                .and_then(|i| i.peer_certificate())
+                .map(<[u8]>::to_vec);
+            if seen.as_deref() == Some(leaf.as_slice()) {
+                Ok(())
+            } else {
+                Err(format!("{probe} presented a different certificate"))
+            }
+        })
+    });
+    handle
+        .join()
+        .map_err(|_| "certificate verification thread failed".to_string())?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git2::Signature;
+    use std::fs;
+
+    struct Fixture {
+        _tmp: tempfile::TempDir,
+        repo: Repository,
+        work: PathBuf,
+        url: String,
+        ws: Workspace,
+    }
+
+    fn fixture() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let work = tmp.path().join("upstream");
+        let mut opts = git2::RepositoryInitOptions::new();
+        opts.initial_head("main");
+        let repo = Repository::init_opts(&work, &opts).unwrap();
+        let url = format!("file://{}", work.display());
+        let ws = Workspace::new(tmp.path().join("ws")).unwrap();
+        Fixture {
+            _tmp: tmp,
+            repo,
+            work,
+            url,
+            ws,
+        }
+    }
+
+    /// Writes `files` into the work dir, stages everything and commits on
+    /// `refname` (parent: its current target, if any).
+    fn commit(f: &Fixture, refname: &str, files: &[(&str, &str)], msg: &str) -> Oid {
+        for (p, content) in files {
+            let full = f.work.join(p);
+            fs::create_dir_all(full.parent().unwrap()).unwrap();
+            fs::write(full, content).unwrap();
+        }
+        let mut index = f.repo.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.write().unwrap();
+        let tree = f.repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = Signature::now("t", "t@example.com").unwrap();
+        let parent = f
+            .repo
+            .find_reference(refname)
+            .ok()
+            .and_then(|r| r.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        f.repo
+            .commit(Some(refname), &sig, &sig, msg, &tree, &parents)
+            .unwrap()
+    }
+
+    fn fetch(f: &Fixture, r: &GitReference) -> Result<Fetched, SourceError> {
+        fetch_git(&f.ws, "apps_site", &f.url, r, None, &Limits::default())
+    }
+
+    fn read(dir: &Path, p: &str) -> String {
+        fs::read_to_string(dir.join(p)).unwrap()
+    }
+
+    #[test]
+    fn fetches_branch_tag_commit_and_default_branch() {
+        let f = fixture();
+        let c1 = commit(
+            &f,
+            "refs/heads/main",
+            &[("kustomization.yaml", "v1"), ("base/cm.yaml", "cm1")],
+            "one",
+        );
+        std::os::unix::fs::symlink("base/cm.yaml", f.work.join("link.yaml")).unwrap();
+        let c2 = commit(
+            &f,
+            "refs/heads/main",
+            &[("kustomization.yaml", "v2")],
+            "two",
+        );
+        let sig = Signature::now("t", "t@example.com").unwrap();
+        let c2_obj = f.repo.find_object(c2, None).unwrap();
+        f.repo
+            .tag("v2.0.0", &c2_obj, &sig, "release", false)
+            .unwrap();
+        let c3 = commit(
+            &f,
+            "refs/heads/feature",
+            &[("kustomization.yaml", "feature")],
+            "three",
+        );
+
+        let main = fetch(&f, &GitReference::Branch("main".into())).unwrap();
+        assert_eq!(main.revision, c2.to_string());
+        assert!(!main.cached);
+        assert_eq!(read(&main.dir, "kustomization.yaml"), "v2");
+        assert_eq!(read(&main.dir, "base/cm.yaml"), "cm1");
+        assert_eq!(
+            fs::read_link(main.dir.join("link.yaml")).unwrap(),
+            PathBuf::from("base/cm.yaml")
+        );
+        assert!(!main.dir.join(".git").exists());
+        assert!(main.dir.ends_with(format!("apps_site/{c2}/tree")));
+
+        let feature = fetch(&f, &GitReference::Branch("feature".into())).unwrap();
+        assert_eq!(feature.revision, c3.to_string());
+        assert_eq!(read(&feature.dir, "kustomization.yaml"), "feature");
+        assert!(!main.dir.exists(), "old revision removed");
+
+        let tag = fetch(&f, &GitReference::Tag("v2.0.0".into())).unwrap();
+        assert_eq!(
+            tag.revision,
+            c2.to_string(),
+            "annotated tag peeled to commit"
+        );
+        assert_eq!(read(&tag.dir, "kustomization.yaml"), "v2");
+
+        let old = fetch(&f, &GitReference::Commit(c1.to_string())).unwrap();
+        assert_eq!(old.revision, c1.to_string());
+        assert_eq!(read(&old.dir, "kustomization.yaml"), "v1");
+        assert!(!old.dir.join("link.yaml").exists());
+
+        let head = fetch(&f, &GitReference::DefaultBranch).unwrap();
+        assert_eq!(head.revision, c2.to_string());
+        assert_eq!(read(&head.dir, "kustomization.yaml"), "v2");
+        assert!(!head.dir.join(".git").exists());
+        // Only the current revision remains for the key.
+        let names: Vec<_> = fs::read_dir(f.ws.root().join("apps_site"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from(c2.to_string())]);
+    }
+
+    #[test]
+    fn unchanged_branch_is_cached_and_new_commit_replaces_it() {
+        let f = fixture();
+        let c1 = commit(
+            &f,
+            "refs/heads/main",
+            &[("kustomization.yaml", "v1")],
+            "one",
+        );
+        let first = fetch(&f, &GitReference::Branch("main".into())).unwrap();
+        assert!(!first.cached);
+        fs::write(first.dir.join("marker"), "untouched").unwrap();
+
+        let second = fetch(&f, &GitReference::Branch("main".into())).unwrap();
+        assert!(second.cached);
+        assert_eq!(second.revision, c1.to_string());
+        assert_eq!(second.dir, first.dir);
+        assert_eq!(read(&second.dir, "marker"), "untouched");
+
+        let again = fetch(&f, &GitReference::Commit(c1.to_string())).unwrap();
+        assert!(again.cached);
+
+        let c2 = commit(
+            &f,
+            "refs/heads/main",
+            &[("kustomization.yaml", "v2")],
+            "two",
+        );
+        let third = fetch(&f, &GitReference::Branch("main".into())).unwrap();
+        assert!(!third.cached);
+        assert_eq!(third.revision, c2.to_string());
+        assert_eq!(read(&third.dir, "kustomization.yaml"), "v2");
+        assert!(!first.dir.exists());
+        assert!(!f.ws.root().join("apps_site").join(c1.to_string()).exists());
+    }
+
+    #[test]
+    fn missing_branch_tag_and_commit_are_named() {
+        let f = fixture();
+        commit(
+            &f,
+            "refs/heads/main",
+            &[("kustomization.yaml", "v1")],
+            "one",
+        );
+        let prev = fetch(&f, &GitReference::Branch("main".into())).unwrap();
+
+        let err = fetch(&f, &GitReference::Branch("nope".into())).unwrap_err();
+        assert!(matches!(err, SourceError::Git(_)), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("branch 'nope'") && msg.contains(&f.url),
+            "{msg}"
+        );
+
+        let err = fetch(&f, &GitReference::Tag("v9".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("tag 'v9'") && err.contains(&f.url), "{err}");
+
+        let missing = "0123456789abcdef0123456789abcdef01234567";
+        let err = fetch(&f, &GitReference::Commit(missing.into())).unwrap_err();
+        assert!(matches!(err, SourceError::Git(_)), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains(missing) && msg.contains(&f.url), "{msg}");
+
+        let err = fetch(&f, &GitReference::Commit("abc".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("40-hex"), "{err}");
+
+        // Failed fetches leave the previous revision and no temp dirs.
+        assert!(prev.dir.is_dir());
+        let names: Vec<_> = fs::read_dir(f.ws.root().join("apps_site"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec![prev.revision.clone()]);
+    }
+
+    #[test]
+    fn limits_apply_to_checkout() {
+        let f = fixture();
+        commit(
+            &f,
+            "refs/heads/main",
+            &[("a", "1"), ("b", "2"), ("c", "3")],
+            "one",
+        );
+        let limits = Limits {
+            max_files: 2,
+            ..Limits::default()
+        };
+        let err = fetch_git(
+            &f.ws,
+            "k",
+            &f.url,
+            &GitReference::DefaultBranch,
+            None,
+            &limits,
+        )
+        .unwrap_err();
+        assert!(matches!(err, SourceError::Limit(_)), "{err}");
+        assert!(err.to_string().contains("'c'"), "{err}");
+    }
+
+    #[test]
+    fn unsupported_scheme_is_refused() {
+        let f = fixture();
+        let err = fetch_git(
+            &f.ws,
+            "k",
+            "ssh://git@example.com/r.git",
+            &GitReference::DefaultBranch,
+            None,
+            &Limits::default(),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("example.com/r.git") && msg.contains("unsupported URL scheme"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn parses_pem_certificates() {
+        let pem = b"junk\n-----BEGIN CERTIFICATE-----\nAAEC\nAw==\n-----END CERTIFICATE-----\n\
+                    -----BEGIN CERTIFICATE-----\nBAU=\n-----END CERTIFICATE-----\n";
+        assert_eq!(pem_certificates(pem), vec![vec![0, 1, 2, 3], vec![4, 5]]);
+        assert!(pem_certificates(b"nothing").is_empty());
+    }
+}
