@@ -817,6 +817,88 @@ mod tests {
         );
     }
 
+    /// Runs a blocking `fetch_git` against a wiremock server and returns the
+    /// error and the Authorization headers the server saw.
+    async fn fetch_against(
+        server: &wiremock::MockServer,
+        auth: GitAuth,
+    ) -> (SourceError, Vec<String>) {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path()).unwrap();
+        let url = format!("{}/org/repo.git", server.uri());
+        let err = tokio::task::spawn_blocking(move || {
+            fetch_git(
+                &ws,
+                "k",
+                &url,
+                &GitReference::Branch("main".into()),
+                Some(&auth),
+                &Limits::default(),
+            )
+        })
+        .await
+        .unwrap()
+        .unwrap_err();
+        let seen = server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|r| r.headers.get("authorization"))
+            .map(|v| v.to_str().unwrap().to_string())
+            .collect();
+        (err, seen)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bearer_token_is_sent_as_header() {
+        use wiremock::{Mock, MockServer, ResponseTemplate, matchers};
+        let server = MockServer::start().await;
+        Mock::given(matchers::method("GET"))
+            .respond_with(ResponseTemplate::new(404))
+            .mount(&server)
+            .await;
+        let auth = GitAuth {
+            bearer_token: Some("s3cret".into()),
+            ..GitAuth::default()
+        };
+        let (err, seen) = fetch_against(&server, auth).await;
+        assert!(matches!(err, SourceError::Git(_)), "{err}");
+        assert!(err.to_string().contains("/org/repo.git"), "{err}");
+        assert!(
+            !seen.is_empty(),
+            "no request carried an Authorization header"
+        );
+        assert!(seen.iter().all(|h| h == "Bearer s3cret"), "{seen:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rejected_basic_auth_is_reported() {
+        use wiremock::{Mock, MockServer, ResponseTemplate, matchers};
+        let server = MockServer::start().await;
+        Mock::given(matchers::method("GET"))
+            .respond_with(
+                ResponseTemplate::new(401).insert_header("WWW-Authenticate", "Basic realm=\"git\""),
+            )
+            .mount(&server)
+            .await;
+        let auth = GitAuth {
+            username: Some("bot".into()),
+            password: Some("pw".into()),
+            ..GitAuth::default()
+        };
+        let (err, seen) = fetch_against(&server, auth).await;
+        let msg = err.to_string();
+        assert!(matches!(err, SourceError::Git(_)), "{msg}");
+        assert!(msg.contains("authentication failed"), "{msg}");
+        assert!(
+            msg.contains("/org/repo.git") && msg.contains("branch 'main'"),
+            "{msg}"
+        );
+        // base64("bot:pw")
+        assert!(seen.iter().any(|h| h == "Basic Ym90OnB3"), "{seen:?}");
+    }
+
     #[test]
     fn parses_pem_certificates() {
         let pem = b"junk\n-----BEGIN CERTIFICATE-----\nAAEC\nAw==\n-----END CERTIFICATE-----\n\
