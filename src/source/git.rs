@@ -799,6 +799,34 @@ mod tests {
     }
 
     #[test]
+    fn pack_size_limit_applies_to_fetch() {
+        let f = fixture();
+        let noise: String = (0..20_000u32)
+            .map(|i| format!("{:08x}", i.wrapping_mul(2654435761)))
+            .collect();
+        commit(&f, "refs/heads/main", &[("big.txt", noise.as_str())], "one");
+        let limits = Limits {
+            max_archive_bytes: 10_000,
+            ..Limits::default()
+        };
+        let err = fetch_git(
+            &f.ws,
+            "k",
+            &f.url,
+            &GitReference::DefaultBranch,
+            None,
+            &limits,
+        )
+        .unwrap_err();
+        assert!(matches!(err, SourceError::Limit(_)), "{err}");
+        assert!(err.to_string().contains(&f.url), "{err}");
+        assert!(
+            !f.ws.root().join("k").exists()
+                || fs::read_dir(f.ws.root().join("k")).unwrap().count() == 0
+        );
+    }
+
+    #[test]
     fn unsupported_scheme_is_refused() {
         let f = fixture();
         let err = fetch_git(
