@@ -1315,36 +1315,36 @@ fn check_body(
     ns: &str,
     name: Option<&str>,
     body: &Value,
-) -> Result<(), Response> {
+) -> Result<(), Box<Response>> {
     if !body.is_object() {
-        return Err(error(400, "the body must be an object"));
+        return Err(Box::new(error(400, "the body must be an object")));
     }
     if let Some(k) = body.get("kind").and_then(Value::as_str)
         && k != def.kind
     {
-        return Err(error(
+        return Err(Box::new(error(
             400,
             &format!("kind {k} does not match the resource {}", def.kind),
-        ));
+        )));
     }
     if def.namespaced
         && let Some(bns) = body["metadata"]["namespace"].as_str()
         && !bns.is_empty()
         && bns != ns
     {
-        return Err(error(
+        return Err(Box::new(error(
             400,
             "the namespace of the provided object does not match the namespace sent on the request",
-        ));
+        )));
     }
     if let Some(name) = name
         && let Some(bn) = body["metadata"]["name"].as_str()
         && bn != name
     {
-        return Err(error(
+        return Err(Box::new(error(
             400,
             "the name of the object does not match the name on the URL",
-        ));
+        )));
     }
     Ok(())
 }
@@ -1387,7 +1387,7 @@ fn create(app: &App, def: &ResourceDef, gv: &str, ns: &str, body: Option<Value>)
         return error(400, "a body is required");
     };
     if let Err(r) = check_body(def, ns, None, &body) {
-        return r;
+        return *r;
     }
     let mut st = app.shared.lock();
     do_create(&mut st, def, gv, ns, body)
@@ -1424,7 +1424,7 @@ fn replace(
         return error(400, "a body is required");
     };
     if let Err(r) = check_body(def, ns, Some(name), &body) {
-        return r;
+        return *r;
     }
     let mut st = app.shared.lock();
     let key = (
@@ -1488,7 +1488,7 @@ fn patch(
         }
     };
     if let Err(r) = check_body(def, ns, Some(name), &body) {
-        return r;
+        return *r;
     }
     if apply && query.get("fieldManager").is_none_or(|m| m.is_empty()) {
         return error(
