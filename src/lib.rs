@@ -4,8 +4,10 @@
 //! * [`kustomize`]: the render engine (`krmsync build`), pure and
 //!   network-free.
 //! * [`api`]: the `Kustomization` and `Catalog` custom resources.
+//! * [`apply`]: server-side apply, inventory and prune.
 //! * [`cli`]: the command-line interface.
 
 pub mod api;
+pub mod apply;
 pub mod cli;
 pub mod kustomize;
