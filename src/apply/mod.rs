@@ -369,10 +369,19 @@ impl Applier {
         let api = self.api_for(&resource, &p.oref);
         let before = api.get_opt(&p.oref.name).await.map_err(api_err)?;
         let params = PatchParams::apply(&opts.field_manager).force();
-        let after = api
+        let after = match api
             .patch(&p.oref.name, &params, &Patch::Apply(&p.obj))
             .await
-            .map_err(api_err)?;
+        {
+            Ok(after) => after,
+            Err(e) => {
+                if matches!(&e, kube::Error::Api(s) if s.code == 404) {
+                    // The kind may no longer be served: ask discovery again next time.
+                    self.discovery.forget(&p.oref.group, &p.oref.version);
+                }
+                return Err(api_err(e));
+            }
+        };
         let action = match before {
             None => Action::Created,
             Some(b) if b.metadata.resource_version == after.metadata.resource_version => {
