@@ -4,10 +4,12 @@
 //! * [`kustomize`]: the render engine (`krmsync build`), pure and
 //!   network-free.
 //! * [`api`]: the `Kustomization` and `Catalog` custom resources.
+//! * [`apply`]: server-side apply, inventory and prune.
 //! * [`cli`]: the command-line interface.
 //! * [`source`]: fetching git, HTTP and in-cluster bundles into a workspace.
 
 pub mod api;
+pub mod apply;
 pub mod cli;
 pub mod kustomize;
 pub mod source;

@@ -1,0 +1,92 @@
+//! Group/version/kind -> API resource and scope, cached per group-version.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use kube::Client;
+use kube::core::GroupVersion;
+use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+
+use super::ApplyError;
+
+/// A kind served by the cluster.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+type Resources = Arc<Vec<(ApiResource, ApiCapabilities)>>;
+
+/// Caches the resources of each group-version the applier has asked about.
+/// A group-version the cluster does not serve (404) is cached as `None`
+/// until [`DiscoveryCache::forget_missing`] or [`DiscoveryCache::forget`].
+pub struct DiscoveryCache {
+    client: Client,
+    cache: Mutex<HashMap<(String, String), Option<Resources>>>,
+}
+
+impl DiscoveryCache {
+    pub fn new(client: Client) -> Self {
+        DiscoveryCache {
+            client,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Option<Resources>>> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Drops what is known about one group-version (e.g. after its CRD was applied).
+    pub fn forget(&self, group: &str, version: &str) {
+        self.lock()
+            .remove(&(group.to_string(), version.to_string()));
+    }
+
+    /// Drops the group-versions found missing (a later call asks again).
+    pub fn forget_missing(&self) {
+        self.lock().retain(|_, v| v.is_some());
+    }
+
+    async fn resources(&self, group: &str, version: &str) -> Result<Option<Resources>, ApplyError> {
+        let key = (group.to_string(), version.to_string());
+        if let Some(hit) = self.lock().get(&key) {
+            return Ok(hit.clone());
+        }
+        let gv = GroupVersion::gv(group, version);
+        let found = match kube::discovery::pinned_group(&self.client, &gv).await {
+            Ok(g) => Some(Arc::new(g.versioned_resources(version))),
+            Err(kube::Error::Api(s)) if s.code == 404 => None,
+            Err(e) => {
+                return Err(ApplyError::Discovery(format!(
+                    "discovery of {}: {}",
+                    gv.api_version(),
+                    super::describe_kube_error(&e)
+                )));
+            }
+        };
+        self.lock().insert(key, found.clone());
+        Ok(found)
+    }
+
+    /// The resource serving `kind` in `group/version`, `None` when the
+    /// cluster does not serve it.
+    pub async fn resolve(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Result<Option<Resolved>, ApplyError> {
+        let Some(resources) = self.resources(group, version).await? else {
+            return Ok(None);
+        };
+        Ok(resources
+            .iter()
+            .find(|(ar, _)| ar.kind == kind)
+            .map(|(ar, caps)| Resolved {
+                resource: ar.clone(),
+                namespaced: caps.scope == Scope::Namespaced,
+            }))
+    }
+}

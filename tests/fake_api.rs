@@ -1,0 +1,630 @@
+//! Tests of the fake API server itself (tests/support).
+
+mod support;
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::discovery;
+use serde_json::{Value, json};
+use support::FakeApi;
+
+fn cm(name: &str, data: Value) -> ConfigMap {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app": name, "tier": "web"}},
+        "data": data,
+    }))
+    .unwrap()
+}
+
+fn rv(v: &Value) -> String {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn api_code(e: kube::Error) -> u16 {
+    match e {
+        kube::Error::Api(s) => s.code,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn crud_and_label_selectors() {
+    let fake = FakeApi::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+
+    let created = api
+        .create(&PostParams::default(), &cm("a", json!({"k": "1"})))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.namespace.as_deref(), Some("prod"));
+    assert!(created.metadata.uid.is_some());
+    assert!(created.metadata.creation_timestamp.is_some());
+    assert_eq!(created.metadata.generation, Some(1));
+    api.create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .unwrap();
+    let mut other = cm("c", json!({}));
+    other.metadata.labels = Some([("app".to_string(), "c".to_string())].into());
+    api.create(&PostParams::default(), &other).await.unwrap();
+
+    let again = api
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(api_code(again), 409);
+
+    let got = api.get("a").await.unwrap();
+    assert_eq!(got.data.unwrap()["k"], "1");
+
+    let names = |l: kube::core::ObjectList<ConfigMap>| {
+        l.items
+            .into_iter()
+            .map(|c| c.metadata.name.unwrap())
+            .collect::<Vec<_>>()
+    };
+    let all = api.list(&ListParams::default()).await.unwrap();
+    assert!(all.metadata.resource_version.is_some());
+    assert_eq!(names(all), ["a", "b", "c"]);
+    let web = api
+        .list(&ListParams::default().labels("tier=web"))
+        .await
+        .unwrap();
+    assert_eq!(names(web), ["a", "b"]);
+    let two = api
+        .list(&ListParams::default().labels("tier=web,app=b"))
+        .await
+        .unwrap();
+    assert_eq!(names(two), ["b"]);
+    let exists = api
+        .list(&ListParams::default().labels("tier"))
+        .await
+        .unwrap();
+    assert_eq!(names(exists), ["a", "b"]);
+    let not = api
+        .list(&ListParams::default().labels("!tier"))
+        .await
+        .unwrap();
+    assert_eq!(names(not), ["c"]);
+    let other_ns: Api<ConfigMap> = Api::namespaced(fake.client(), "dev");
+    assert!(
+        other_ns
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let everywhere: Api<ConfigMap> = Api::all(fake.client());
+    assert_eq!(
+        everywhere
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+
+    // Replace with the current resourceVersion works, with a stale one conflicts.
+    let mut cur = api.get("a").await.unwrap();
+    let stale = cur.clone();
+    cur.data = Some([("k".to_string(), "2".to_string())].into());
+    let replaced = api
+        .replace("a", &PostParams::default(), &cur)
+        .await
+        .unwrap();
+    assert_ne!(
+        replaced.metadata.resource_version,
+        stale.metadata.resource_version
+    );
+    let err = api
+        .replace("a", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    assert_eq!(api_code(err), 409);
+
+    // Merge patch.
+    let patched = api
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": null, "n": "3"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.data.unwrap(),
+        [("n".to_string(), "3".to_string())].into()
+    );
+
+    // Delete, then it is gone.
+    api.delete("a", &DeleteParams::background()).await.unwrap();
+    assert_eq!(api_code(api.get("a").await.unwrap_err()), 404);
+    assert_eq!(
+        api_code(api.delete("a", &DeleteParams::default()).await.unwrap_err()),
+        404
+    );
+    assert!(fake.get("v1", "ConfigMap", Some("prod"), "a").is_none());
+    assert!(fake.get("v1", "ConfigMap", Some("prod"), "b").is_some());
+    let del = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "DELETE")
+        .unwrap();
+    assert_eq!(del.body.unwrap()["propagationPolicy"], "Background");
+}
+
+#[tokio::test]
+async fn unknown_resources_are_404_status() {
+    let fake = FakeApi::start().await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let err = discovery::pinned_kind(&fake.client(), &gvk)
+        .await
+        .unwrap_err();
+    assert_eq!(api_code(err), 404);
+    let body = reqwest::get(format!("{}/apis/example.com/v1/widgets", fake.url()))
+        .await
+        .unwrap();
+    assert_eq!(body.status(), 404);
+    let status: Value = serde_json::from_str(&body.text().await.unwrap()).unwrap();
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["reason"], "NotFound");
+    assert_eq!(status["code"], 404);
+}
+
+#[tokio::test]
+async fn server_side_apply_create_update_unchanged() {
+    let fake = FakeApi::start().await;
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        fake.client(),
+        "prod",
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("apps", "v1", "Deployment")),
+    );
+    let dep = |replicas: i64| {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+        })
+    };
+    let pp = PatchParams::apply("krmsync").force();
+    let created = api.patch("web", &pp, &Patch::Apply(dep(1))).await.unwrap();
+    let created = serde_json::to_value(created).unwrap();
+    assert_eq!(created["metadata"]["generation"], 1);
+    assert!(created["metadata"]["uid"].is_string());
+    let first_rv = rv(&created);
+
+    // Status written through the subresource is kept by later applies.
+    let status_api: Api<Deployment> = Api::namespaced(fake.client(), "prod");
+    status_api
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 1}})),
+        )
+        .await
+        .unwrap();
+    let after_status = fake
+        .get("apps/v1", "Deployment", Some("prod"), "web")
+        .unwrap();
+    assert_ne!(rv(&after_status), first_rv);
+    assert_eq!(after_status["metadata"]["generation"], 1);
+
+    let same = api.patch("web", &pp, &Patch::Apply(dep(1))).await.unwrap();
+    let same = serde_json::to_value(same).unwrap();
+    assert_eq!(
+        rv(&same),
+        rv(&after_status),
+        "unchanged apply keeps resourceVersion"
+    );
+    assert_eq!(same["status"]["replicas"], 1);
+
+    let changed = api.patch("web", &pp, &Patch::Apply(dep(3))).await.unwrap();
+    let changed = serde_json::to_value(changed).unwrap();
+    assert_ne!(rv(&changed), rv(&same));
+    assert_eq!(changed["metadata"]["generation"], 2);
+    assert_eq!(changed["spec"]["replicas"], 3);
+    assert_eq!(changed["status"]["replicas"], 1);
+    assert_eq!(changed["metadata"]["uid"], created["metadata"]["uid"]);
+
+    // A label-only change bumps resourceVersion but not generation.
+    let mut relabelled = dep(3);
+    relabelled["metadata"]["labels"]["extra"] = json!("x");
+    let relabelled = api
+        .patch("web", &pp, &Patch::Apply(relabelled))
+        .await
+        .unwrap();
+    let relabelled = serde_json::to_value(relabelled).unwrap();
+    assert_ne!(rv(&relabelled), rv(&changed));
+    assert_eq!(relabelled["metadata"]["generation"], 2);
+
+    let patches: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH" && !r.path.ends_with("/status"))
+        .collect();
+    assert_eq!(patches.len(), 4);
+    for p in &patches {
+        assert_eq!(p.query_param("fieldManager").as_deref(), Some("krmsync"));
+        assert_eq!(p.query_param("force").as_deref(), Some("true"));
+        assert_eq!(
+            p.headers.get("content-type").map(String::as_str),
+            Some("application/apply-patch+yaml")
+        );
+    }
+}
+
+#[tokio::test]
+async fn status_subresource_isolation() {
+    let fake = FakeApi::start().await;
+    let api: Api<Deployment> = Api::namespaced(fake.client(), "prod");
+    let dep: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {}, "template": {}},
+        "status": {"replicas": 9},
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &dep).await.unwrap();
+    assert!(created.status.is_none(), "create ignores status");
+
+    let st = api
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}, "status": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(st.status.as_ref().unwrap().replicas, Some(2));
+    assert_eq!(st.spec.replicas, None, "status writes change only status");
+    assert_eq!(st.metadata.generation, Some(1));
+
+    let main = api
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}, "status": {"replicas": 7}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        main.status.unwrap().replicas,
+        Some(2),
+        "main writes keep status"
+    );
+    assert_eq!(main.spec.replicas, Some(4));
+    assert_eq!(main.metadata.generation, Some(2));
+
+    // A kind without a status subresource has no /status endpoint.
+    let cms: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+    cms.create(&PostParams::default(), &cm("x", json!({})))
+        .await
+        .unwrap();
+    let err = cms
+        .patch_status("x", &PatchParams::default(), &Patch::Merge(json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(api_code(err), 404);
+}
+
+#[tokio::test]
+async fn finalizers_delay_deletion() {
+    let fake = FakeApi::start().await;
+    let api: Api<Namespace> = Api::all(fake.client());
+    let ns: Namespace = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "apps", "finalizers": ["example.com/hold"]},
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &ns).await.unwrap();
+    api.delete("apps", &DeleteParams::default()).await.unwrap();
+    let held = api.get("apps").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+
+    // An apply that does not mention finalizers keeps them.
+    let applied = api
+        .patch(
+            "apps",
+            &PatchParams::apply("test"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": "apps", "labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        applied.metadata.finalizers,
+        Some(vec!["example.com/hold".to_string()])
+    );
+    assert!(applied.metadata.deletion_timestamp.is_some());
+
+    api.patch(
+        "apps",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": []}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(api_code(api.get("apps").await.unwrap_err()), 404);
+    assert!(fake.get("v1", "Namespace", None, "apps").is_none());
+}
+
+fn widget_crd(scope: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": scope,
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                          "subresources": {"status": {}}}],
+        },
+    })
+}
+
+#[tokio::test]
+async fn crd_registers_discovery_and_is_established() {
+    let fake = FakeApi::start().await;
+    let client = fake.client();
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+        )),
+    );
+    crds.patch(
+        "widgets.example.com",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(widget_crd("Namespaced")),
+    )
+    .await
+    .unwrap();
+    let crd = fake
+        .get(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.com",
+        )
+        .unwrap();
+    let conds = crd["status"]["conditions"].as_array().unwrap();
+    assert!(
+        conds
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+    );
+
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let (ar, caps) = discovery::pinned_kind(&client, &gvk).await.unwrap();
+    assert_eq!(ar.plural, "widgets");
+    assert_eq!(caps.scope, discovery::Scope::Namespaced);
+    assert!(
+        caps.subresources.iter().any(|(s, _)| s.plural == "status"),
+        "{caps:?}"
+    );
+    let full = kube::Discovery::new(client.clone()).run().await.unwrap();
+    assert!(full.has_group("example.com"));
+    assert!(full.has_group("krmsync.dev"));
+
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "prod", &ar);
+    widgets
+        .patch(
+            "w1",
+            &PatchParams::apply("test"),
+            &Patch::Apply(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                                  "metadata": {"name": "w1"}, "spec": {"size": 1}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fake.list("example.com/v1", "Widget").len(), 1);
+
+    // Re-applying the same CRD leaves it unchanged (status included).
+    let before = rv(&crd);
+    crds.patch(
+        "widgets.example.com",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(widget_crd("Namespaced")),
+    )
+    .await
+    .unwrap();
+    let after = fake
+        .get(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.com",
+        )
+        .unwrap();
+    assert_eq!(rv(&after), before);
+
+    // Deleting the CRD removes it from discovery.
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let err = discovery::pinned_kind(&client, &gvk).await.unwrap_err();
+    assert_eq!(api_code(err), 404);
+}
+
+#[tokio::test]
+async fn crd_establishment_can_be_disabled() {
+    let fake = FakeApi::start().await;
+    fake.set_crd_establish(false);
+    fake.insert(widget_crd("Cluster"));
+    let crd = fake
+        .get(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.com",
+        )
+        .unwrap();
+    assert!(crd["status"]["conditions"].is_null());
+    // Still served by discovery, cluster-scoped.
+    let (_, caps) = discovery::pinned_kind(
+        &fake.client(),
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(caps.scope, discovery::Scope::Cluster);
+}
+
+#[tokio::test]
+async fn watcher_sees_later_changes() {
+    let fake = FakeApi::start().await;
+    fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "early", "namespace": "prod"}}));
+    let api: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+    let mut stream =
+        kube::runtime::watcher(api.clone(), kube::runtime::watcher::Config::default()).boxed();
+    let mut seen_early = false;
+    let mut seen_late = false;
+    let mut seen_delete = false;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut created = false;
+    while !(seen_early && seen_late && seen_delete) {
+        let ev = tokio::time::timeout_at(deadline, stream.try_next())
+            .await
+            .expect("watcher events in time")
+            .unwrap()
+            .unwrap();
+        use kube::runtime::watcher::Event;
+        match ev {
+            Event::InitApply(o) | Event::Apply(o) => {
+                let name = o.metadata.name.unwrap();
+                if name == "early" {
+                    seen_early = true;
+                }
+                if name == "late" {
+                    seen_late = true;
+                    api.delete("late", &DeleteParams::default()).await.unwrap();
+                }
+            }
+            Event::Delete(o) => {
+                if o.metadata.name.as_deref() == Some("late") {
+                    seen_delete = true;
+                }
+            }
+            Event::InitDone => {
+                if !created {
+                    created = true;
+                    // Created after the watcher started.
+                    api.create(&PostParams::default(), &cm("late", json!({})))
+                        .await
+                        .unwrap();
+                }
+            }
+            Event::Init => {}
+        }
+    }
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.query_param("watch").as_deref() == Some("true"))
+    );
+}
+
+#[tokio::test]
+async fn raw_watch_honours_timeout_and_selectors() {
+    let fake = FakeApi::start().await;
+    fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "a", "namespace": "prod", "labels": {"x": "1"}}}));
+    fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "b", "namespace": "prod"}}));
+    let url = format!(
+        "{}/api/v1/namespaces/prod/configmaps?watch=1&timeoutSeconds=1&labelSelector=x%3D1",
+        fake.url()
+    );
+    let started = std::time::Instant::now();
+    let text = tokio::time::timeout(Duration::from_secs(10), async {
+        reqwest::get(url).await.unwrap().text().await.unwrap()
+    })
+    .await
+    .expect("the watch ends after timeoutSeconds");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[0]["object"]["metadata"]["name"], "a");
+}
+
+#[tokio::test]
+async fn failures_requests_and_impersonation() {
+    let fake = FakeApi::start().await;
+    let mut config = fake.config();
+    config.auth_info.impersonate = Some("system:serviceaccount:apps:deployer".into());
+    let client = kube::Client::try_from(config).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "prod");
+    fake.fail("POST", "/configmaps", 403, "denied by test");
+    let err = api
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 403);
+            assert_eq!(s.reason, "Forbidden");
+            assert_eq!(s.message, "denied by test");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(fake.get("v1", "ConfigMap", Some("prod"), "a").is_none());
+    fake.clear_failures();
+    api.create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap();
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 2);
+    for r in &reqs {
+        assert_eq!(r.method, "POST");
+        assert_eq!(r.path, "/api/v1/namespaces/prod/configmaps");
+        assert_eq!(
+            r.headers.get("impersonate-user").map(String::as_str),
+            Some("system:serviceaccount:apps:deployer")
+        );
+        assert_eq!(r.body.as_ref().unwrap()["metadata"]["name"], "a");
+    }
+    fake.clear_requests();
+    assert!(fake.requests().is_empty());
+}
+
+#[tokio::test]
+async fn kubeconfig_points_at_the_fake() {
+    let fake = FakeApi::start().await;
+    let yaml = fake.kubeconfig_yaml();
+    let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        config.cluster_url.to_string().trim_end_matches('/'),
+        fake.url()
+    );
+    let client = kube::Client::try_from(config).unwrap();
+    let v = client.apiserver_version().await.unwrap();
+    assert_eq!(v.major, "1");
+    fake.shutdown();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after = reqwest::Client::new()
+        .get(format!("{}/version", fake.url()))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await;
+    assert!(after.is_err(), "the server stops on shutdown");
+}

@@ -1,0 +1,6 @@
+//! Shared test support: `mod support;` in an integration test.
+#![allow(dead_code, unused_imports)]
+
+pub mod fake_api;
+
+pub use fake_api::{FakeApi, Recorded};
