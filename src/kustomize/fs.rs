@@ -229,9 +229,85 @@ impl FileSystem for MemFs {
     }
 }
 
+/// A [`MemFs`] layered over another view: files of the upper layer shadow
+/// the lower one, directory listings are merged. The controller uses it to
+/// wrap a fetched bundle in a generated kustomization (`targetNamespace`)
+/// without writing into the bundle.
+pub struct OverlayFs {
+    upper: MemFs,
+    lower: std::sync::Arc<dyn FileSystem>,
+}
+
+impl OverlayFs {
+    pub fn new(upper: MemFs, lower: std::sync::Arc<dyn FileSystem>) -> OverlayFs {
+        OverlayFs { upper, lower }
+    }
+}
+
+impl FileSystem for OverlayFs {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        match self.upper.kind(path) {
+            Some(FileKind::File) => self.upper.read(path),
+            _ => self.lower.read(path),
+        }
+    }
+
+    fn kind(&self, path: &Path) -> Option<FileKind> {
+        self.upper.kind(path).or_else(|| self.lower.kind(path))
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        let upper = self.upper.read_dir(path);
+        let lower = self.lower.read_dir(path);
+        match (upper, lower) {
+            (Err(e), Err(_)) => Err(e),
+            (u, l) => {
+                let mut names: BTreeSet<String> = u.unwrap_or_default().into_iter().collect();
+                names.extend(l.unwrap_or_default());
+                Ok(names.into_iter().collect())
+            }
+        }
+    }
+
+    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+        match self.upper.kind(path) {
+            Some(FileKind::File) => self.upper.real_path(path),
+            _ => self
+                .lower
+                .real_path(path)
+                .or_else(|_| self.upper.real_path(path)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlay_shadows_and_merges() {
+        let mut lower = MemFs::new();
+        lower
+            .add_file("/b/kustomization.yaml", "lower")
+            .add_file("/b/a.yaml", "a");
+        let mut upper = MemFs::new();
+        upper
+            .add_file("/b/kustomization.yaml", "upper")
+            .add_file("/b/gen/kustomization.yaml", "g");
+        let fs = OverlayFs::new(upper, std::sync::Arc::new(lower));
+        assert_eq!(
+            fs.read(Path::new("/b/kustomization.yaml")).unwrap(),
+            b"upper"
+        );
+        assert_eq!(fs.read(Path::new("/b/a.yaml")).unwrap(), b"a");
+        assert_eq!(
+            fs.read_dir(Path::new("/b")).unwrap(),
+            vec!["a.yaml", "gen", "kustomization.yaml"]
+        );
+        assert_eq!(fs.kind(Path::new("/b/gen")), Some(FileKind::Dir));
+        assert!(fs.real_path(Path::new("/b/gen/kustomization.yaml")).is_ok());
+        assert!(fs.read(Path::new("/b/none")).is_err());
+    }
 
     #[test]
     fn clean_folds_dots() {
