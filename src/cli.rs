@@ -64,6 +64,19 @@ enum Command {
         #[arg(long = "enable-managedby-label")]
         enable_managedby_label: bool,
     },
+    /// Run the in-cluster controller (reads in-cluster config or KUBECONFIG).
+    Controller(ControllerArgs),
+    /// Print the rendered manifests a Kustomization last applied.
+    GetRendered {
+        /// The Kustomization's name.
+        name: String,
+        /// Its namespace.
+        #[arg(short = 'n', long = "namespace", default_value = "default")]
+        namespace: String,
+    },
+    /// Create or upload in-cluster bundles (for `spec.source.bundle`).
+    #[command(subcommand)]
+    Bundle(BundleCommand),
     /// Print the CustomResourceDefinitions krmsync serves (or write one file
     /// per CRD into a directory).
     Crd {
@@ -71,6 +84,231 @@ enum Command {
         #[arg(long = "output-dir")]
         output_dir: Option<PathBuf>,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    Json,
+    Plain,
+}
+
+#[derive(clap::Args, Debug)]
+struct ControllerArgs {
+    /// Kustomizations reconciled (and rendered) at once.
+    #[arg(long, env = "KRMSYNC_CONCURRENCY", default_value_t = 4)]
+    concurrency: usize,
+    /// Address of the Prometheus `/metrics` endpoint.
+    #[arg(
+        long = "metrics-addr",
+        env = "KRMSYNC_METRICS_ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
+    metrics_addr: std::net::SocketAddr,
+    /// Address of `/healthz` and `/readyz`.
+    #[arg(
+        long = "health-addr",
+        env = "KRMSYNC_HEALTH_ADDR",
+        default_value = "0.0.0.0:8081"
+    )]
+    health_addr: std::net::SocketAddr,
+    /// Hold a Lease so that only one replica reconciles at a time.
+    #[arg(long = "leader-elect", env = "KRMSYNC_LEADER_ELECT")]
+    leader_elect: bool,
+    /// Namespace of the leader Lease (default: $POD_NAMESPACE, else krmsync-system).
+    #[arg(
+        long = "leader-election-namespace",
+        env = "KRMSYNC_LEADER_ELECTION_NAMESPACE"
+    )]
+    leader_election_namespace: Option<String>,
+    /// Log format.
+    #[arg(
+        long = "log-format",
+        env = "KRMSYNC_LOG_FORMAT",
+        value_enum,
+        default_value = "plain"
+    )]
+    log_format: LogFormat,
+    /// Log filter (`info`, `debug`, `krmsync=debug,kube=info`, ...).
+    #[arg(long = "log-level", env = "KRMSYNC_LOG_LEVEL", default_value = "info")]
+    log_level: String,
+    /// Reconcile only Kustomizations of this namespace (default: all).
+    #[arg(long = "watch-namespace", env = "KRMSYNC_WATCH_NAMESPACE")]
+    watch_namespace: Option<String>,
+    /// Where bundles are fetched and unpacked.
+    #[arg(
+        long = "work-dir",
+        env = "KRMSYNC_WORK_DIR",
+        default_value = "/tmp/krmsync"
+    )]
+    work_dir: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+enum BundleCommand {
+    /// Write a deterministic `.tar.gz` of a (localized) kustomization tree.
+    Create {
+        /// The directory to bundle.
+        dir: PathBuf,
+        /// The output file.
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Store a bundle of DIR in a ConfigMap (or Secret) for `spec.source.bundle`.
+    Push {
+        /// The directory to bundle.
+        dir: PathBuf,
+        /// Name of the ConfigMap or Secret.
+        #[arg(long)]
+        name: String,
+        /// Its namespace (the Kustomization's).
+        #[arg(short = 'n', long = "namespace", default_value = "default")]
+        namespace: String,
+        /// Store it in a Secret instead of a ConfigMap.
+        #[arg(long)]
+        secret: bool,
+    },
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))
+}
+
+fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .map_err(|e| format!("--log-level '{level}': {e}"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Plain => builder.try_init(),
+    }
+    .map_err(|e| format!("logging: {e}"))
+}
+
+fn controller_command(a: ControllerArgs) -> Result<(), String> {
+    init_logging(a.log_format, &a.log_level)?;
+    let opts = crate::controller::run::RunOptions {
+        concurrency: a.concurrency,
+        metrics_addr: a.metrics_addr,
+        health_addr: a.health_addr,
+        leader_elect: a.leader_elect,
+        leader_election_namespace: a
+            .leader_election_namespace
+            .or_else(|| std::env::var("POD_NAMESPACE").ok())
+            .unwrap_or_else(|| "krmsync-system".to_string()),
+        watch_namespace: a.watch_namespace,
+        work_dir: a.work_dir,
+    };
+    runtime()?
+        .block_on(crate::controller::run::run(opts))
+        .map_err(|e| e.to_string())
+}
+
+async fn client() -> Result<kube::Client, String> {
+    kube::Client::try_default()
+        .await
+        .map_err(|e| format!("Kubernetes client (KUBECONFIG or in-cluster): {e}"))
+}
+
+fn get_rendered_command(name: &str, namespace: &str) -> Result<String, String> {
+    runtime()?.block_on(async {
+        let client = client().await?;
+        let api: kube::Api<crate::api::Kustomization> = kube::Api::namespaced(client.clone(), namespace);
+        let k = api
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("reading Kustomization {namespace}/{name}: {e}"))?
+            .ok_or_else(|| format!("Kustomization {namespace}/{name} does not exist"))?;
+        let r = k
+            .status
+            .and_then(|s| s.rendered)
+            .ok_or_else(|| format!("Kustomization {namespace}/{name} has no rendered manifests yet (status.rendered is empty)"))?;
+        crate::controller::storage::load(&client, namespace, &r)
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// Largest bundle `bundle push` stores (the API server's object limit is 1 MiB).
+const MAX_PUSH_BYTES: usize = 1000 * 1024;
+
+fn bundle_push_command(
+    dir: &Path,
+    name: &str,
+    namespace: &str,
+    secret: bool,
+) -> Result<String, String> {
+    let data = crate::source::create_bundle(dir).map_err(|e| e.to_string())?;
+    if data.len() > MAX_PUSH_BYTES {
+        return Err(format!(
+            "the bundle of {} is {} bytes, over the {MAX_PUSH_BYTES} bytes a ConfigMap or Secret can hold; serve it over HTTP (spec.source.http) or from git instead",
+            dir.display(),
+            data.len()
+        ));
+    }
+    let digest = crate::controller::storage::sha256_hex(&data);
+    let key = crate::api::kustomization::DEFAULT_BUNDLE_KEY;
+    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &data);
+    let (api_version, kind, field) = if secret {
+        ("v1", "Secret", "data")
+    } else {
+        ("v1", "ConfigMap", "binaryData")
+    };
+    let obj = serde_json::json!({
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {"krmsync.dev/bundle-digest": format!("sha256:{digest}")},
+        },
+        field: {key: b64},
+    });
+    runtime()?.block_on(async {
+        let client = client().await?;
+        let pp = kube::api::PatchParams::apply(crate::api::FIELD_MANAGER).force();
+        let patch = kube::api::Patch::Apply(&obj);
+        let res = if secret {
+            kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client, namespace)
+                .patch(name, &pp, &patch)
+                .await
+                .map(|_| ())
+        } else {
+            kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client, namespace)
+                .patch(name, &pp, &patch)
+                .await
+                .map(|_| ())
+        };
+        res.map_err(|e| format!("storing {kind} {namespace}/{name}: {e}"))?;
+        Ok(format!(
+            "{kind} {namespace}/{name} key {key}: {} bytes, revision sha256:{digest}\n",
+            data.len()
+        ))
+    })
+}
+
+fn report(result: Result<String, String>) -> ExitCode {
+    match result {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            if out
+                .write_all(text.as_bytes())
+                .and_then(|_| out.flush())
+                .is_err()
+            {
+                return ExitCode::from(1);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn crd_command(output_dir: Option<PathBuf>) -> ExitCode {
@@ -123,6 +361,28 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Crd { output_dir } => crd_command(output_dir),
+        Command::Controller(a) => report(controller_command(a).map(|()| String::new())),
+        Command::GetRendered { name, namespace } => report(get_rendered_command(&name, &namespace)),
+        Command::Bundle(BundleCommand::Create { dir, output }) => report(
+            crate::source::create_bundle(&dir)
+                .map_err(|e| e.to_string())
+                .and_then(|data| {
+                    std::fs::write(&output, &data)
+                        .map_err(|e| format!("writing {}: {e}", output.display()))?;
+                    Ok(format!(
+                        "{}: {} bytes, revision sha256:{}\n",
+                        output.display(),
+                        data.len(),
+                        crate::controller::storage::sha256_hex(&data)
+                    ))
+                }),
+        ),
+        Command::Bundle(BundleCommand::Push {
+            dir,
+            name,
+            namespace,
+            secret,
+        }) => report(bundle_push_command(&dir, &name, &namespace, secret)),
         Command::Build {
             dir,
             output,

@@ -6,10 +6,12 @@
 //! * [`api`]: the `Kustomization` and `Catalog` custom resources.
 //! * [`apply`]: server-side apply, inventory and prune.
 //! * [`cli`]: the command-line interface.
+//! * [`controller`]: the reconcilers, leader election, metrics.
 //! * [`source`]: fetching git, HTTP and in-cluster bundles into a workspace.
 
 pub mod api;
 pub mod apply;
 pub mod cli;
+pub mod controller;
 pub mod kustomize;
 pub mod source;

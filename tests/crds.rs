@@ -1,30 +1,5 @@
-//! The CRD manifests in the repository are generated from the Rust types
-//! (`krmsync crd --output-dir crds`); these tests fail when a copy drifts.
-
-use std::path::Path;
-
-fn check_dir(dir: &str) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (name, text) in krmsync::api::crd_files().unwrap() {
-        let path = root.join(dir).join(name);
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e}; run `krmsync crd --output-dir {dir}`",
-                path.display()
-            )
-        });
-        assert!(
-            on_disk == text,
-            "{} is out of date with the Rust types: run `cargo run -- crd --output-dir {dir}`",
-            path.display()
-        );
-    }
-}
-
-#[test]
-fn crds_dir_matches_types() {
-    check_dir("crds");
-}
+//! What the generated CRDs must show (the copies in the repository are
+//! checked against the generator in `tests/deploy.rs`).
 
 #[test]
 fn crd_has_printer_columns_and_short_name() {

@@ -1,5 +1,5 @@
-//! The deployment files: CRD copies in `config/crd` and the Helm chart are
-//! byte-identical to the generated ones, and the samples are valid
+//! The deployment files: the CRDs in `crds/`, `config/crd` and the Helm
+//! chart are byte-identical to the ones generated from the Rust types, and the samples are valid
 //! Kustomizations and Catalogs.
 
 use std::path::Path;
@@ -16,7 +16,7 @@ fn read(rel: &str) -> String {
 
 #[test]
 fn crd_copies_are_byte_identical() {
-    for dir in ["config/crd", "charts/krmsync/crds"] {
+    for dir in ["crds", "config/crd", "charts/krmsync/crds"] {
         for (name, text) in krmsync::api::crd_files().unwrap() {
             let rel = format!("{dir}/{name}");
             assert!(

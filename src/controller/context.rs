@@ -1,0 +1,162 @@
+//! What every reconcile shares.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Client};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use super::metrics::Metrics;
+use super::render::RenderOutput;
+use crate::api::Catalog;
+use crate::source::{Limits, Workspace};
+
+/// Tunables of the controller.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Renders running at once (they run on blocking threads).
+    pub concurrency: usize,
+    /// Limits of one fetch.
+    pub limits: Limits,
+    /// How long to wait for an applied CRD to be Established.
+    pub crd_establish_timeout: Duration,
+    /// Upper bound of `spec.timeout` when it is not set.
+    pub default_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            concurrency: 4,
+            limits: Limits::default(),
+            crd_establish_timeout: Duration::from_secs(60),
+            default_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The last render of one Kustomization, kept in memory so an unchanged
+/// revision is not rendered again.
+#[derive(Debug)]
+pub struct CachedRender {
+    /// Hash of everything the render depends on.
+    pub key: String,
+    pub revision: String,
+    pub output: RenderOutput,
+}
+
+/// Per-Kustomization memory of the controller.
+#[derive(Debug, Default)]
+pub(crate) struct Memory {
+    /// What the last reconcile saw (uid, generation, reconcile-at, catalogs).
+    pub fingerprint: String,
+    /// When the next full reconcile is due.
+    pub next_due: Option<Instant>,
+    pub render: Option<Arc<CachedRender>>,
+}
+
+pub struct Context {
+    /// The controller's own client.
+    pub client: Client,
+    /// Its configuration, to build impersonating clients from.
+    pub config: kube::Config,
+    pub workspace: Arc<Workspace>,
+    pub http: reqwest::Client,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    pub settings: Settings,
+    pub(crate) render_slots: Arc<Semaphore>,
+    /// Catalogs as seen by a reflector (the controller); `None`: read them
+    /// from the API (tests, one-off reconciles).
+    pub catalogs: Option<Store<Catalog>>,
+    pub(crate) memory: Mutex<HashMap<String, Memory>>,
+    impersonated: Mutex<HashMap<String, Client>>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        config: kube::Config,
+        workspace: Workspace,
+        metrics: Arc<Metrics>,
+        settings: Settings,
+    ) -> Result<Context, super::Error> {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("krmsync/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| super::Error::Invalid(format!("HTTP client: {e}")))?;
+        let reporter = Reporter {
+            controller: "krmsync".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Ok(Context {
+            recorder: Recorder::new(client.clone(), reporter),
+            render_slots: Arc::new(Semaphore::new(settings.concurrency.max(1))),
+            client,
+            config,
+            workspace: Arc::new(workspace),
+            http,
+            metrics,
+            settings,
+            catalogs: None,
+            memory: Mutex::new(HashMap::new()),
+            impersonated: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The client to apply and prune with: the controller's own, or one
+    /// impersonating `system:serviceaccount:<namespace>:<name>`.
+    pub fn client_for(
+        &self,
+        namespace: &str,
+        service_account: Option<&str>,
+    ) -> Result<Client, super::Error> {
+        let Some(sa) = service_account else {
+            return Ok(self.client.clone());
+        };
+        let user = format!("system:serviceaccount:{namespace}:{sa}");
+        let mut cache = self
+            .impersonated
+            .lock()
+            .map_err(|_| super::Error::Invalid("client cache poisoned".into()))?;
+        if let Some(c) = cache.get(&user) {
+            return Ok(c.clone());
+        }
+        let mut cfg = self.config.clone();
+        cfg.auth_info.impersonate = Some(user.clone());
+        let client = Client::try_from(cfg)
+            .map_err(|e| super::Error::Invalid(format!("impersonating {user}: {e}")))?;
+        cache.insert(user, client.clone());
+        Ok(client)
+    }
+
+    /// A Catalog by name, from the reflector when there is one.
+    pub async fn catalog(&self, name: &str) -> Result<Option<Arc<Catalog>>, kube::Error> {
+        if let Some(store) = &self.catalogs {
+            return Ok(store.get(&ObjectRef::new(name)));
+        }
+        let api: Api<Catalog> = Api::all(self.client.clone());
+        Ok(api.get_opt(name).await?.map(Arc::new))
+    }
+
+    pub(crate) fn with_memory<T>(&self, key: &str, f: impl FnOnce(&mut Memory) -> T) -> T {
+        let mut guard = match self.memory.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        f(guard.entry(key.to_string()).or_default())
+    }
+
+    pub(crate) fn forget(&self, key: &str) {
+        let mut guard = match self.memory.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        guard.remove(key);
+    }
+}

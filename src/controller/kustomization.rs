@@ -1,0 +1,783 @@
+//! Reconciling a `Kustomization`: fetch, check catalogs, render, apply,
+//! prune, store, report.
+//!
+//! Invariants: nothing is applied unless the whole bundle rendered; nothing
+//! is pruned unless everything applied; a failed fetch, render or apply
+//! never deletes anything. Every outcome ends in status (one write, through
+//! [`super::status`]) with a condition reason from a fixed set.
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+
+use super::context::{CachedRender, Context};
+use super::error::{Error, Failure};
+use super::render::render_tree;
+use super::{status, storage};
+use crate::api::condition::{ConditionType, Reason, remove_condition, set_condition};
+use crate::api::kustomization::{DeletionPolicy, Inventory, KustomizationStatus};
+use crate::api::{FIELD_MANAGER, FINALIZER, Kustomization, RECONCILE_AT_ANNOTATION};
+use crate::apply::{Action as ApplyAction, Applier, ApplyOptions};
+use crate::source::{self, Fetched, GitAuth, GitReference};
+
+/// Workspace key of a Kustomization.
+fn key(k: &Kustomization) -> String {
+    format!("{}_{}", k.ns(), k.name_any())
+}
+
+fn now() -> Time {
+    Time(Timestamp::now())
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3}s", d.as_secs_f64())
+}
+
+/// `d` plus or minus up to 5%, so many Kustomizations with the same
+/// interval do not reconcile in lockstep.
+fn jitter(d: Duration) -> Duration {
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let span = d.as_millis() as u64 / 10;
+    if span == 0 {
+        return d;
+    }
+    let offset = r % span;
+    (d + Duration::from_millis(offset)).saturating_sub(Duration::from_millis(span / 2))
+}
+
+fn interval(k: &Kustomization) -> Duration {
+    Duration::from(k.spec.interval)
+}
+
+fn retry_interval(k: &Kustomization) -> Duration {
+    k.spec
+        .retry_interval
+        .map(Duration::from)
+        .unwrap_or_else(|| interval(k))
+}
+
+fn timeout(k: &Kustomization, ctx: &Context) -> Duration {
+    k.spec
+        .timeout
+        .map(Duration::from)
+        .unwrap_or_else(|| interval(k).min(ctx.settings.default_timeout))
+}
+
+/// Entry point for the controller runtime.
+pub async fn reconcile(k: Arc<Kustomization>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = reconcile_inner(&k, &ctx).await;
+    ctx.metrics
+        .reconcile_duration
+        .observe(started.elapsed().as_secs_f64());
+    result
+}
+
+/// The controller's error policy: API trouble with the Kustomization itself
+/// (status or finalizer writes) is retried with a short delay.
+pub fn error_policy(k: Arc<Kustomization>, err: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(kustomization = %key(&k), error = %err, "reconcile error");
+    ctx.metrics.record_result(false, "APIError");
+    Action::requeue(Duration::from_secs(15).min(retry_interval(&k)))
+}
+
+async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Error> {
+    let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &k.ns());
+    if k.metadata.deletion_timestamp.is_some() {
+        return finalize(k, ctx, &api).await;
+    }
+    if !k.finalizers().iter().any(|f| f == FINALIZER) {
+        let mut finalizers = k.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_string());
+        let patch = serde_json::json!({
+            "metadata": {"finalizers": finalizers, "resourceVersion": k.resource_version()}
+        });
+        api.patch(
+            &k.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+        // the patch triggers another reconcile with the finalizer in place
+        return Ok(Action::await_change());
+    }
+    if k.spec.suspend {
+        tracing::debug!(kustomization = %key(k), "suspended");
+        return Ok(Action::await_change());
+    }
+
+    let fingerprint = fingerprint(k, ctx);
+    let mkey = key(k);
+    let due = ctx.with_memory(&mkey, |m| {
+        if m.fingerprint == fingerprint {
+            m.next_due
+        } else {
+            None
+        }
+    });
+    if let Some(due) = due {
+        let left = due.saturating_duration_since(Instant::now());
+        if !left.is_zero() {
+            return Ok(Action::requeue(left));
+        }
+    }
+
+    let prev = k.status.clone().unwrap_or_default();
+    let mut st = prev.clone();
+    let generation = k.metadata.generation;
+    let outcome = pipeline(k, ctx, &mut st).await;
+    let t = now();
+    st.observed_generation = generation;
+    st.last_handled_reconcile_at = k.annotations().get(RECONCILE_AT_ANNOTATION).cloned();
+    remove_condition(&mut st.conditions, ConditionType::Reconciling);
+    let (next, success, reason) = match &outcome {
+        Ok(summary) => {
+            set_condition(
+                &mut st.conditions,
+                ConditionType::Ready,
+                true,
+                Reason::Succeeded,
+                summary.clone(),
+                generation,
+                t.clone(),
+            );
+            remove_condition(&mut st.conditions, ConditionType::Stalled);
+            (jitter(interval(k)), true, Reason::Succeeded)
+        }
+        Err(f) => {
+            let reason = f.reason();
+            set_condition(
+                &mut st.conditions,
+                ConditionType::Ready,
+                false,
+                reason,
+                f.message(),
+                generation,
+                t.clone(),
+            );
+            if f.before_apply() {
+                set_condition(
+                    &mut st.conditions,
+                    ConditionType::Rendered,
+                    false,
+                    reason,
+                    f.message(),
+                    generation,
+                    t.clone(),
+                );
+            } else {
+                set_condition(
+                    &mut st.conditions,
+                    ConditionType::Applied,
+                    false,
+                    reason,
+                    f.message(),
+                    generation,
+                    t.clone(),
+                );
+            }
+            if f.stalls() {
+                set_condition(
+                    &mut st.conditions,
+                    ConditionType::Stalled,
+                    true,
+                    reason,
+                    f.message(),
+                    generation,
+                    t.clone(),
+                );
+            } else {
+                remove_condition(&mut st.conditions, ConditionType::Stalled);
+            }
+            tracing::warn!(kustomization = %mkey, reason = reason.as_str(), message = f.message(), "reconcile failed");
+            // repeat the event only when the failure changed
+            let changed = prev
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Ready")
+                .is_none_or(|c| c.reason != reason.as_str() || c.message != f.message());
+            if changed {
+                publish(ctx, k, EventType::Warning, reason.as_str(), f.message()).await;
+            }
+            (jitter(retry_interval(k)), false, reason)
+        }
+    };
+    ctx.metrics.record_result(success, reason.as_str());
+    status::write(&api, &k.name_any(), k.status.as_ref(), &st).await?;
+    ctx.with_memory(&mkey, |m| {
+        m.fingerprint = fingerprint;
+        m.next_due = Some(Instant::now() + next);
+    });
+    Ok(Action::requeue(next))
+}
+
+/// What a reconcile depends on besides the source revision: when it is
+/// unchanged and the next reconcile is not due, an event (such as our own
+/// status write) is a no-op.
+fn fingerprint(k: &Kustomization, ctx: &Context) -> String {
+    let mut parts = vec![
+        k.uid().unwrap_or_default(),
+        k.metadata.generation.unwrap_or(0).to_string(),
+        k.annotations()
+            .get(RECONCILE_AT_ANNOTATION)
+            .cloned()
+            .unwrap_or_default(),
+    ];
+    if let Some(store) = &ctx.catalogs {
+        for name in &k.spec.catalogs {
+            let c = store.get(&kube::runtime::reflector::ObjectRef::new(name));
+            parts.push(format!(
+                "{name}@{}",
+                c.map(|c| c.resource_version().unwrap_or_default())
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    parts.join("|")
+}
+
+/// Fetch, render, apply, prune, store. Fills `st`; returns the Ready message.
+async fn pipeline(
+    k: &Kustomization,
+    ctx: &Context,
+    st: &mut KustomizationStatus,
+) -> Result<String, Failure> {
+    let generation = k.metadata.generation;
+    k.validate().map_err(Failure::InvalidSpec)?;
+    let deadline = Instant::now() + timeout(k, ctx);
+    let catalogs = check_catalogs(k, ctx).await?;
+
+    let fetched = within(deadline, "fetching the source", fetch(k, ctx))
+        .await
+        .map_err(Failure::Source)??;
+    st.last_attempted_revision = Some(fetched.revision.clone());
+
+    // render, unless revision, spec and catalogs are unchanged
+    let render_key = {
+        let mut h = Sha256::new();
+        for part in [
+            fetched.revision.as_str(),
+            &generation.unwrap_or(0).to_string(),
+            &catalogs,
+        ] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        format!("{:x}", h.finalize())
+    };
+    let mkey = key(k);
+    let cached = ctx
+        .with_memory(&mkey, |m| m.render.clone())
+        .filter(|c| c.key == render_key);
+    let render = match cached {
+        Some(c) => {
+            ctx.metrics.renders_skipped.inc();
+            c
+        }
+        None => {
+            let started = Instant::now();
+            let permit = ctx
+                .render_slots
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|e| Failure::Render(e.to_string()))?;
+            let dir = fetched.dir.clone();
+            let path = k.spec.path.clone();
+            let tns = k.spec.target_namespace.clone();
+            let job = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                render_tree(&dir, path.as_deref(), tns.as_deref())
+            });
+            let output = within(deadline, "rendering", job)
+                .await
+                .map_err(Failure::Render)?
+                .map_err(|e| Failure::Render(format!("render task: {e}")))??;
+            let elapsed = started.elapsed();
+            ctx.metrics.render_duration.observe(elapsed.as_secs_f64());
+            st.last_render_duration = Some(secs(elapsed));
+            let c = Arc::new(CachedRender {
+                key: render_key,
+                revision: fetched.revision.clone(),
+                output,
+            });
+            ctx.with_memory(&mkey, |m| m.render = Some(c.clone()));
+            c
+        }
+    };
+    let n = render.output.objects.len();
+    set_condition(
+        &mut st.conditions,
+        ConditionType::Rendered,
+        true,
+        Reason::Succeeded,
+        format!("Rendered {n} resources from revision {}", render.revision),
+        generation,
+        now(),
+    );
+
+    // apply, then prune: only after everything applied
+    let started = Instant::now();
+    let client = ctx
+        .client_for(&k.ns(), k.spec.service_account_name.as_deref())
+        .map_err(|e| Failure::Apply(e.to_string()))?;
+    let applier = Applier::new(client);
+    let opts = ApplyOptions {
+        field_manager: FIELD_MANAGER.to_string(),
+        owner_name: k.name_any(),
+        owner_namespace: k.ns(),
+        default_namespace: k.spec.target_namespace.clone().unwrap_or_else(|| k.ns()),
+        crd_establish_timeout: ctx.settings.crd_establish_timeout,
+    };
+    let report = within(
+        deadline,
+        "applying",
+        applier.apply(render.output.objects.clone(), &opts),
+    )
+    .await
+    .map_err(Failure::Apply)?
+    .map_err(|e| Failure::Apply(e.to_string()))?;
+    let inventory = report.inventory();
+    for (action, label) in [
+        (ApplyAction::Created, "created"),
+        (ApplyAction::Configured, "configured"),
+        (ApplyAction::Unchanged, "unchanged"),
+    ] {
+        let c = report.count(action) as u64;
+        if c > 0 {
+            ctx.metrics
+                .resources_applied
+                .get_or_create(&super::metrics::ActionLabels {
+                    action: label.into(),
+                })
+                .inc_by(c);
+        }
+    }
+    let mut summary = report.summary();
+    let mut pruned = 0;
+    if k.spec.prune
+        && let Some(previous) = &st.inventory
+    {
+        let pr = within(
+            deadline,
+            "pruning",
+            applier.prune(previous, &inventory, &opts),
+        )
+        .await
+        .map_err(Failure::Prune)?
+        .map_err(|e| Failure::Prune(e.to_string()))?;
+        pruned = pr.deleted.len();
+        ctx.metrics.resources_pruned.inc_by(pruned as u64);
+        for (e, why) in &pr.skipped {
+            tracing::info!(kustomization = %mkey, object = %e.id, why, "not pruned");
+        }
+        if pruned > 0 {
+            summary.push_str(&format!(", {pruned} pruned"));
+        }
+    }
+    let elapsed = started.elapsed();
+    ctx.metrics.apply_duration.observe(elapsed.as_secs_f64());
+    st.last_apply_duration = Some(secs(elapsed));
+    st.inventory = Some(inventory);
+    st.last_applied_revision = Some(render.revision.clone());
+    st.resource_count = Some(n as i64);
+    st.rendered_digest = Some(render.output.digest.clone());
+    set_condition(
+        &mut st.conditions,
+        ConditionType::Applied,
+        true,
+        Reason::Succeeded,
+        summary.clone(),
+        generation,
+        now(),
+    );
+    let changed =
+        report.count(ApplyAction::Created) + report.count(ApplyAction::Configured) + pruned > 0;
+    if changed {
+        publish(
+            ctx,
+            k,
+            EventType::Normal,
+            "Applied",
+            &format!("Revision {}: {summary}", render.revision),
+        )
+        .await;
+    }
+
+    // store the rendered manifests (skipped when this digest is stored)
+    if st.rendered.as_ref().map(|r| &r.digest) != Some(&render.output.digest) {
+        let r = storage::store(&ctx.client, k, &render.revision, &render.output.yaml)
+            .await
+            .map_err(|e| Failure::Storage(e.to_string()))?;
+        st.rendered = Some(r);
+    } else if let Some(r) = &mut st.rendered {
+        r.revision = render.revision.clone();
+    }
+    Ok(format!("Applied revision {}", render.revision))
+}
+
+/// Runs `fut` until the reconcile's deadline.
+async fn within<T>(
+    deadline: Instant,
+    what: &str,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, String> {
+    tokio::time::timeout_at(deadline, fut)
+        .await
+        .map_err(|_| format!("timed out {what} (spec.timeout)"))
+}
+
+/// Checks every referenced Catalog exists, is Ready and allows this
+/// namespace; returns a key of their state (for the render cache).
+async fn check_catalogs(k: &Kustomization, ctx: &Context) -> Result<String, Failure> {
+    let mut key = String::new();
+    let mut ns_labels: Option<BTreeMap<String, String>> = None;
+    for (i, name) in k.spec.catalogs.iter().enumerate() {
+        let at = format!("spec.catalogs[{i}]");
+        let c = ctx
+            .catalog(name)
+            .await
+            .map_err(|e| Failure::CatalogNotFound(format!("{at}: reading Catalog '{name}': {e}")))?
+            .ok_or_else(|| {
+                Failure::CatalogNotFound(format!("{at}: Catalog '{name}' does not exist"))
+            })?;
+        let ready = c.status.as_ref().is_some_and(|s| {
+            s.observed_generation == c.metadata.generation
+                && crate::api::condition::is_true(&s.conditions, ConditionType::Ready)
+        });
+        if !ready {
+            return Err(Failure::CatalogNotReady(format!(
+                "{at}: Catalog '{name}' is not Ready (see `kubectl get catalog {name} -o yaml`)"
+            )));
+        }
+        let ns = k.ns();
+        if c.spec
+            .allowed_namespaces
+            .as_ref()
+            .is_some_and(|a| a.selector.is_some())
+            && ns_labels.is_none()
+        {
+            let api: Api<Namespace> = Api::all(ctx.client.clone());
+            let labels = api
+                .get_opt(&ns)
+                .await
+                .map_err(|e| {
+                    Failure::CatalogNotAllowed(format!("{at}: reading Namespace '{ns}': {e}"))
+                })?
+                .map(|n| n.labels().clone())
+                .unwrap_or_default();
+            ns_labels = Some(labels);
+        }
+        if !c
+            .spec
+            .allows_namespace(&ns, ns_labels.as_ref().unwrap_or(&BTreeMap::new()))
+        {
+            return Err(Failure::CatalogNotAllowed(format!(
+                "{at}: Catalog '{name}' does not allow namespace '{ns}' (spec.allowedNamespaces)"
+            )));
+        }
+        key.push_str(&format!("{name}@{};", c.metadata.generation.unwrap_or(0)));
+    }
+    Ok(key)
+}
+
+fn secret_value(s: &Secret, key: &str) -> Option<String> {
+    s.data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| {
+            String::from_utf8_lossy(&b.0)
+                .trim_end_matches('\n')
+                .to_string()
+        })
+        .or_else(|| s.string_data.as_ref().and_then(|d| d.get(key)).cloned())
+}
+
+/// Fetches the source into the workspace (cached by revision).
+async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
+    let ns = k.ns();
+    let wkey = key(k);
+    let limits = ctx.settings.limits;
+    let src = &k.spec.source;
+    if let Some(g) = &src.git {
+        let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+        let mut auth: Option<GitAuth> = None;
+        if let Some(r) = &g.secret_ref {
+            let s = secrets
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| {
+                    Failure::Source(format!(
+                        "spec.source.git.secretRef: reading Secret {ns}/{}: {e}",
+                        r.name
+                    ))
+                })?
+                .ok_or_else(|| {
+                    Failure::Source(format!(
+                        "spec.source.git.secretRef: Secret {ns}/{} does not exist",
+                        r.name
+                    ))
+                })?;
+            let a = auth.get_or_insert_with(GitAuth::default);
+            a.username = secret_value(&s, "username");
+            a.password = secret_value(&s, "password");
+            a.bearer_token = secret_value(&s, "bearerToken");
+            if a.password.is_none() && a.bearer_token.is_none() {
+                return Err(Failure::Source(format!(
+                    "spec.source.git.secretRef: Secret {ns}/{} has neither 'password' nor 'bearerToken'",
+                    r.name
+                )));
+            }
+        }
+        if let Some(r) = &g.ca_secret_ref {
+            let s = secrets
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| {
+                    Failure::Source(format!(
+                        "spec.source.git.caSecretRef: reading Secret {ns}/{}: {e}",
+                        r.name
+                    ))
+                })?
+                .ok_or_else(|| {
+                    Failure::Source(format!(
+                        "spec.source.git.caSecretRef: Secret {ns}/{} does not exist",
+                        r.name
+                    ))
+                })?;
+            let ca = s
+                .data
+                .as_ref()
+                .and_then(|d| d.get("ca.crt"))
+                .map(|b| b.0.clone())
+                .ok_or_else(|| {
+                    Failure::Source(format!(
+                        "spec.source.git.caSecretRef: Secret {ns}/{} has no 'ca.crt'",
+                        r.name
+                    ))
+                })?;
+            auth.get_or_insert_with(GitAuth::default).ca_pem = Some(ca);
+        }
+        let reference = match &g.reference {
+            Some(r) if r.commit.is_some() => {
+                GitReference::Commit(r.commit.clone().unwrap_or_default())
+            }
+            Some(r) if r.tag.is_some() => GitReference::Tag(r.tag.clone().unwrap_or_default()),
+            Some(r) if r.branch.is_some() => {
+                GitReference::Branch(r.branch.clone().unwrap_or_default())
+            }
+            _ => GitReference::DefaultBranch,
+        };
+        let ws = ctx.workspace.clone();
+        let url = g.url.clone();
+        return tokio::task::spawn_blocking(move || {
+            source::fetch_git(&ws, &wkey, &url, &reference, auth.as_ref(), &limits)
+        })
+        .await
+        .map_err(|e| Failure::Source(format!("git task: {e}")))?
+        .map_err(|e| Failure::Source(e.to_string()));
+    }
+    if let Some(h) = &src.http {
+        return source::fetch_http(&ctx.workspace, &wkey, &ctx.http, &h.url, &h.sha256, &limits)
+            .await
+            .map_err(|e| Failure::Source(e.to_string()));
+    }
+    if let Some(b) = &src.bundle {
+        let (origin, data) = if let Some(r) = &b.config_map_ref {
+            let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+            let origin = format!("ConfigMap {ns}/{} key {}", r.name, b.key);
+            let cm = api
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| Failure::Source(format!("spec.source.bundle: reading {origin}: {e}")))?
+                .ok_or_else(|| {
+                    Failure::Source(format!(
+                        "spec.source.bundle.configMapRef: ConfigMap {ns}/{} does not exist",
+                        r.name
+                    ))
+                })?;
+            let data = cm
+                .binary_data
+                .as_ref()
+                .and_then(|d| d.get(&b.key))
+                .map(|v| v.0.clone())
+                .or_else(|| {
+                    cm.data
+                        .as_ref()
+                        .and_then(|d| d.get(&b.key))
+                        .map(|v| v.as_bytes().to_vec())
+                })
+                .ok_or_else(|| {
+                    Failure::Source(format!("spec.source.bundle.key: {origin} is missing"))
+                })?;
+            (origin, data)
+        } else if let Some(r) = &b.secret_ref {
+            let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+            let origin = format!("Secret {ns}/{} key {}", r.name, b.key);
+            let s = api
+                .get_opt(&r.name)
+                .await
+                .map_err(|e| Failure::Source(format!("spec.source.bundle: reading {origin}: {e}")))?
+                .ok_or_else(|| {
+                    Failure::Source(format!(
+                        "spec.source.bundle.secretRef: Secret {ns}/{} does not exist",
+                        r.name
+                    ))
+                })?;
+            let data = s
+                .data
+                .as_ref()
+                .and_then(|d| d.get(&b.key))
+                .map(|v| v.0.clone())
+                .ok_or_else(|| {
+                    Failure::Source(format!("spec.source.bundle.key: {origin} is missing"))
+                })?;
+            (origin, data)
+        } else {
+            return Err(Failure::InvalidSpec(
+                "spec.source.bundle: exactly one of configMapRef or secretRef must be set".into(),
+            ));
+        };
+        let ws = ctx.workspace.clone();
+        return tokio::task::spawn_blocking(move || {
+            source::unpack_bundle(&ws, &wkey, &origin, &data, &limits)
+        })
+        .await
+        .map_err(|e| Failure::Source(format!("bundle task: {e}")))?
+        .map_err(|e| Failure::Source(e.to_string()));
+    }
+    Err(Failure::InvalidSpec(
+        "spec.source: exactly one of git, http or bundle must be set".into(),
+    ))
+}
+
+async fn publish(ctx: &Context, k: &Kustomization, type_: EventType, reason: &str, note: &str) {
+    let ev = Event {
+        type_,
+        reason: reason.to_string(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, &k.object_ref(&())).await {
+        tracing::debug!(error = %e, "publishing event");
+    }
+}
+
+/// Deletion: prune the inventory (`Delete`) or leave it (`Orphan`), then
+/// drop the finalizer. A failed prune keeps the finalizer and retries.
+async fn finalize(
+    k: &Kustomization,
+    ctx: &Context,
+    api: &Api<Kustomization>,
+) -> Result<Action, Error> {
+    if !k.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    let mkey = key(k);
+    if k.spec.deletion_policy == DeletionPolicy::Delete
+        && let Some(inv) = k.status.as_ref().and_then(|s| s.inventory.as_ref())
+        && !inv.entries.is_empty()
+    {
+        let result: Result<_, String> = async {
+            let client = ctx
+                .client_for(&k.ns(), k.spec.service_account_name.as_deref())
+                .map_err(|e| e.to_string())?;
+            let applier = Applier::new(client);
+            let opts = ApplyOptions {
+                field_manager: FIELD_MANAGER.to_string(),
+                owner_name: k.name_any(),
+                owner_namespace: k.ns(),
+                default_namespace: k.ns(),
+                crd_establish_timeout: ctx.settings.crd_establish_timeout,
+            };
+            applier
+                .prune(inv, &Inventory::default(), &opts)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .await;
+        match result {
+            Ok(report) => {
+                ctx.metrics
+                    .resources_pruned
+                    .inc_by(report.deleted.len() as u64);
+                tracing::info!(kustomization = %mkey, deleted = report.deleted.len(), "deleted the inventory");
+            }
+            Err(msg) => {
+                let mut st = k.status.clone().unwrap_or_default();
+                let g = k.metadata.generation;
+                set_condition(
+                    &mut st.conditions,
+                    ConditionType::Ready,
+                    false,
+                    Reason::PruneFailed,
+                    format!("deleting the inventory: {msg}"),
+                    g,
+                    now(),
+                );
+                status::write(api, &k.name_any(), k.status.as_ref(), &st).await?;
+                publish(
+                    ctx,
+                    k,
+                    EventType::Warning,
+                    Reason::PruneFailed.as_str(),
+                    &msg,
+                )
+                .await;
+                return Ok(Action::requeue(retry_interval(k)));
+            }
+        }
+    }
+    let finalizers: Vec<String> = k
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    let patch = serde_json::json!({
+        "metadata": {"finalizers": finalizers, "resourceVersion": k.resource_version()}
+    });
+    api.patch(
+        &k.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    if let Err(e) = ctx.workspace.remove(&mkey) {
+        tracing::warn!(kustomization = %mkey, error = %e, "removing the work directory");
+    }
+    ctx.forget(&mkey);
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_five_percent() {
+        let d = Duration::from_secs(600);
+        for _ in 0..100 {
+            let j = jitter(d);
+            assert!(
+                j >= Duration::from_secs(570) && j <= Duration::from_secs(630),
+                "{j:?}"
+            );
+        }
+        assert_eq!(jitter(Duration::from_millis(5)), Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,174 @@
+//! `krmsync controller`: wiring the reconcilers, leader election, metrics
+//! and health endpoints, and graceful shutdown.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, ResourceExt};
+
+use super::context::{Context, Settings};
+use super::leader::{LeaderElector, LeaseConfig};
+use super::metrics::{Metrics, Readiness, serve};
+use super::{Error, catalog, kustomization};
+use crate::api::{Catalog, Kustomization};
+use crate::source::Workspace;
+
+/// Options of `krmsync controller`.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub concurrency: usize,
+    pub metrics_addr: SocketAddr,
+    pub health_addr: SocketAddr,
+    pub leader_elect: bool,
+    pub leader_election_namespace: String,
+    pub watch_namespace: Option<String>,
+    pub work_dir: PathBuf,
+}
+
+/// Runs until SIGTERM/SIGINT (graceful: in-flight reconciles finish) or
+/// until leadership is lost (an error: the process should restart).
+pub async fn run(opts: RunOptions) -> Result<(), Error> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(|e| Error::Invalid(format!("Kubernetes client configuration: {e}")))?;
+    let client = Client::try_from(config.clone())?;
+    let metrics = Arc::new(Metrics::new());
+    let readiness = Readiness::default();
+    let (maddr, haddr, _server) = serve(
+        opts.metrics_addr,
+        opts.health_addr,
+        metrics.clone(),
+        readiness.clone(),
+    )
+    .await
+    .map_err(|e| Error::Invalid(format!("binding the metrics/health listeners: {e}")))?;
+    tracing::info!(metrics = %maddr, health = %haddr, "serving /metrics, /healthz, /readyz");
+    let version = client.apiserver_version().await?;
+    tracing::info!(version = %version.git_version, "connected to the API server");
+
+    let workspace = Workspace::new(&opts.work_dir)
+        .map_err(|e| Error::Invalid(format!("work directory {}: {e}", opts.work_dir.display())))?;
+    let settings = Settings {
+        concurrency: opts.concurrency.max(1),
+        ..Settings::default()
+    };
+
+    let elector = if opts.leader_elect {
+        let identity = std::env::var("POD_NAME")
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| format!("krmsync-{}", std::process::id()));
+        let e = LeaderElector::new(
+            client.clone(),
+            LeaseConfig::new(
+                &opts.leader_election_namespace,
+                "krmsync-controller",
+                &identity,
+            ),
+        );
+        readiness.set(true);
+        tokio::select! {
+            _ = e.acquire() => {}
+            _ = shutdown_signal() => return Ok(()),
+        }
+        Some(e)
+    } else {
+        None
+    };
+
+    let wc = watcher::Config::default().any_semantic();
+    let catalogs_api: Api<Catalog> = Api::all(client.clone());
+    let catalog_ctl = Controller::new(catalogs_api.clone(), wc.clone());
+    let mut ctx = Context::new(client.clone(), config, workspace, metrics, settings.clone())?;
+    ctx.catalogs = Some(catalog_ctl.store());
+    let ctx = Arc::new(ctx);
+
+    let kapi: Api<Kustomization> = match &opts.watch_namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let kctl = Controller::new(kapi, wc.clone());
+    let kstore = kctl.store();
+    let concurrency = u16::try_from(settings.concurrency).unwrap_or(u16::MAX);
+    let kustomizations = kctl
+        // a Catalog change reconciles the Kustomizations that use it
+        .watches(catalogs_api, wc, move |c: Catalog| {
+            let name = c.name_any();
+            kstore
+                .state()
+                .into_iter()
+                .filter(|k| k.spec.catalogs.contains(&name))
+                .map(|k| ObjectRef::from_obj(&*k))
+                .collect::<Vec<_>>()
+        })
+        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .shutdown_on_signal()
+        .run(
+            kustomization::reconcile,
+            kustomization::error_policy,
+            ctx.clone(),
+        )
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "kustomization controller");
+            }
+        });
+    let catalogs = catalog_ctl
+        .shutdown_on_signal()
+        .run(catalog::reconcile, catalog::error_policy, ctx.clone())
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "catalog controller");
+            }
+        });
+    readiness.set(true);
+    tracing::info!(concurrency, namespace = ?opts.watch_namespace, "controller started");
+
+    let controllers = async {
+        tokio::join!(kustomizations, catalogs);
+    };
+    match &elector {
+        Some(e) => {
+            tokio::select! {
+                _ = controllers => {
+                    if let Err(err) = e.release().await {
+                        tracing::warn!(error = %err, "releasing the leader lease");
+                    }
+                }
+                _ = e.hold() => {
+                    return Err(Error::Invalid("leadership lost; exiting so a new leader can take over".into()));
+                }
+            }
+        }
+        None => controllers.await,
+    }
+    tracing::info!("controller stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
