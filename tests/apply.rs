@@ -567,3 +567,42 @@ async fn impersonating_client_sends_headers() {
         );
     }
 }
+
+#[tokio::test]
+async fn steady_state_apply_costs_one_request_per_object() {
+    let fake = FakeApi::start().await;
+    fake.insert(namespace("prod"));
+    let applier = Applier::new(fake.client());
+    let set: Vec<Value> = (0..20)
+        .map(|i| configmap(&format!("c{i}"), "v"))
+        .chain((0..5).map(|i| deployment(&format!("d{i}"), 1)))
+        .collect();
+    applier.apply(set.clone(), &opts()).await.unwrap();
+    fake.clear_requests();
+    let report = applier.apply(set.clone(), &opts()).await.unwrap();
+    assert_eq!(report.count(Action::Unchanged), 25, "{}", report.summary());
+    let reqs = fake.requests();
+    let patches = reqs.iter().filter(|r| r.method == "PATCH").count();
+    assert_eq!(patches, 25);
+    let lists = reqs
+        .iter()
+        .filter(|r| {
+            r.method == "GET"
+                && (r.path.ends_with("/configmaps") || r.path.ends_with("/deployments"))
+        })
+        .count();
+    assert_eq!(lists, 2, "one labelled LIST per kind and namespace");
+    assert_eq!(
+        reqs.len(),
+        patches + lists,
+        "no GET per object in steady state: {:?}",
+        reqs.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+    // results keep the input order even though applies run concurrently
+    let names: Vec<_> = report.objects.iter().map(|o| o.display.clone()).collect();
+    let expected: Vec<_> = (0..20)
+        .map(|i| format!("ConfigMap/prod/c{i}"))
+        .chain((0..5).map(|i| format!("apps/Deployment/prod/d{i}")))
+        .collect();
+    assert_eq!(names, expected);
+}

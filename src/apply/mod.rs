@@ -11,12 +11,13 @@ mod discovery;
 mod inventory;
 mod prune;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{StreamExt, TryStreamExt};
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::ApiResource;
 use serde_json::Value;
 
@@ -170,6 +171,9 @@ struct Planned {
     resource: Option<ApiResource>,
 }
 
+/// Server-side applies in flight at once within a phase.
+pub const APPLY_CONCURRENCY: usize = 8;
+
 /// Applies and prunes through one client (possibly impersonating).
 #[derive(Clone)]
 pub struct Applier {
@@ -202,15 +206,8 @@ impl Applier {
             .into_iter()
             .partition(|p| p.oref.is_crd() || p.oref.is_namespace());
         let mut report = ApplyReport::default();
-        let mut crds = Vec::new();
-        for p in first {
-            let is_crd = p.oref.is_crd();
-            let applied = self.apply_one(&p, opts).await?;
-            if is_crd {
-                crds.push(p);
-            }
-            report.objects.push(applied);
-        }
+        let crds: Vec<Planned> = first.iter().filter(|p| p.oref.is_crd()).cloned().collect();
+        report.objects.extend(self.apply_phase(&first, opts).await?);
         let deadline = tokio::time::Instant::now() + opts.crd_establish_timeout;
         for crd in &crds {
             self.wait_established(crd, deadline, opts.crd_establish_timeout)
@@ -223,12 +220,13 @@ impl Applier {
                 }
             }
         }
-        for mut p in rest {
+        let mut rest = rest;
+        for p in rest.iter_mut() {
             if p.resource.is_none() {
                 p.resource = Some(self.await_discovery(&p.oref, deadline).await?);
             }
-            report.objects.push(self.apply_one(&p, opts).await?);
         }
+        report.objects.extend(self.apply_phase(&rest, opts).await?);
         Ok(report)
     }
 
@@ -347,9 +345,73 @@ impl Applier {
         }
     }
 
+    /// Applies a phase: the `resourceVersion`s of objects already ours come
+    /// from one labelled LIST per kind and namespace (so a steady-state
+    /// apply costs one request per object), then up to
+    /// [`APPLY_CONCURRENCY`] server-side applies run at once; results keep
+    /// the input order and the first error is returned.
+    async fn apply_phase(
+        &self,
+        phase: &[Planned],
+        opts: &ApplyOptions,
+    ) -> Result<Vec<AppliedObject>, ApplyError> {
+        let mut known: HashMap<(String, String, Option<String>), HashMap<String, String>> =
+            HashMap::new();
+        for p in phase {
+            let Some(resource) = &p.resource else {
+                continue;
+            };
+            let key = (
+                resource.api_version.clone(),
+                resource.plural.clone(),
+                p.oref.namespace.clone(),
+            );
+            if known.contains_key(&key) {
+                continue;
+            }
+            let api = self.api_for(resource, &p.oref);
+            let lp = ListParams::default().labels(&format!(
+                "{NAME_LABEL}={},{NAMESPACE_LABEL}={}",
+                opts.owner_name, opts.owner_namespace
+            ));
+            let versions = match api.list_metadata(&lp).await {
+                Ok(list) => list
+                    .items
+                    .into_iter()
+                    .filter_map(|o| Some((o.metadata.name?, o.metadata.resource_version?)))
+                    .collect(),
+                // not listable with these rights: fall back to a GET per object
+                Err(_) => HashMap::new(),
+            };
+            known.insert(key, versions);
+        }
+        // collected first: a lazy iterator of borrowing futures would make
+        // the stream's Send bound unprovable for the controller's task
+        let mut jobs = Vec::with_capacity(phase.len());
+        for p in phase {
+            let before = p.resource.as_ref().and_then(|r| {
+                known
+                    .get(&(
+                        r.api_version.clone(),
+                        r.plural.clone(),
+                        p.oref.namespace.clone(),
+                    ))
+                    .and_then(|m| m.get(&p.oref.name).cloned())
+            });
+            jobs.push(self.apply_one(p, before, opts));
+        }
+        futures::stream::iter(jobs)
+            .buffered(APPLY_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
+    /// Applies one object. `known_version`: its `resourceVersion` when a
+    /// LIST already found it (otherwise a GET tells created from updated).
     async fn apply_one(
         &self,
         p: &Planned,
+        known_version: Option<String>,
         opts: &ApplyOptions,
     ) -> Result<AppliedObject, ApplyError> {
         let api_err = |source| ApplyError::Api {
@@ -367,7 +429,14 @@ impl Applier {
             }
         };
         let api = self.api_for(&resource, &p.oref);
-        let before = api.get_opt(&p.oref.name).await.map_err(api_err)?;
+        let before = match known_version {
+            Some(v) => Some(v),
+            None => api
+                .get_metadata_opt(&p.oref.name)
+                .await
+                .map_err(api_err)?
+                .and_then(|o| o.metadata.resource_version),
+        };
         let params = PatchParams::apply(&opts.field_manager).force();
         let after = match api
             .patch(&p.oref.name, &params, &Patch::Apply(&p.obj))
@@ -384,9 +453,7 @@ impl Applier {
         };
         let action = match before {
             None => Action::Created,
-            Some(b) if b.metadata.resource_version == after.metadata.resource_version => {
-                Action::Unchanged
-            }
+            Some(b) if Some(&b) == after.metadata.resource_version.as_ref() => Action::Unchanged,
             Some(_) => Action::Configured,
         };
         Ok(AppliedObject {
