@@ -356,6 +356,23 @@ fn write_output(path: &Path, rendered: &kustomize::Rendered) -> Result<(), Strin
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
+/// `krmsync build`: the YAML stream (empty when written to `-o`).
+/// Warnings go to stderr; on error nothing is printed on stdout.
+fn build_command(dir: &Path, output: Option<&Path>, opts: &BuildOptions) -> Result<String, String> {
+    let rendered = kustomize::build_dir(dir, opts).map_err(|e| e.to_string())?;
+    let text = match output {
+        Some(_) => String::new(),
+        None => rendered.to_yaml().map_err(|e| e.to_string())?,
+    };
+    for w in &rendered.warnings {
+        eprintln!("{w}");
+    }
+    if let Some(path) = output {
+        write_output(path, &rendered)?;
+    }
+    Ok(text)
+}
+
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -404,41 +421,7 @@ pub fn main() -> ExitCode {
                 enable_managedby_label,
                 env: Some(Arc::new(|k: &str| std::env::var(k).ok())),
             };
-            let result = kustomize::build_dir(&dir, &opts).and_then(|r| {
-                let text = if output.is_none() {
-                    Some(r.to_yaml()?)
-                } else {
-                    None
-                };
-                Ok((r, text))
-            });
-            match result {
-                Ok((rendered, text)) => {
-                    for w in &rendered.warnings {
-                        eprintln!("{w}");
-                    }
-                    if let Some(path) = output {
-                        if let Err(e) = write_output(&path, &rendered) {
-                            eprintln!("Error: {e}");
-                            return ExitCode::from(1);
-                        }
-                    } else if let Some(text) = text {
-                        let mut out = std::io::stdout().lock();
-                        if out
-                            .write_all(text.as_bytes())
-                            .and_then(|_| out.flush())
-                            .is_err()
-                        {
-                            return ExitCode::from(1);
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("Error: {e}");
-                    ExitCode::from(1)
-                }
-            }
+            report(build_command(&dir, output.as_deref(), &opts))
         }
     }
 }

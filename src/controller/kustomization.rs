@@ -506,6 +506,23 @@ fn secret_value(s: &Secret, key: &str) -> Option<String> {
         .or_else(|| s.string_data.as_ref().and_then(|d| d.get(key)).cloned())
 }
 
+/// Reads an object the spec refers to (`field` names the reference); a
+/// missing object is a source failure naming it.
+async fn get_required<K>(ctx: &Context, ns: &str, name: &str, field: &str) -> Result<K, Failure>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let kind = K::kind(&());
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), ns);
+    api.get_opt(name)
+        .await
+        .map_err(|e| Failure::Source(format!("{field}: reading {kind} {ns}/{name}: {e}")))?
+        .ok_or_else(|| Failure::Source(format!("{field}: {kind} {ns}/{name} does not exist")))
+}
+
 /// Fetches the source into the workspace (cached by revision).
 async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
     let ns = k.ns();
@@ -513,24 +530,9 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
     let limits = ctx.settings.limits;
     let src = &k.spec.source;
     if let Some(g) = &src.git {
-        let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
         let mut auth: Option<GitAuth> = None;
         if let Some(r) = &g.secret_ref {
-            let s = secrets
-                .get_opt(&r.name)
-                .await
-                .map_err(|e| {
-                    Failure::Source(format!(
-                        "spec.source.git.secretRef: reading Secret {ns}/{}: {e}",
-                        r.name
-                    ))
-                })?
-                .ok_or_else(|| {
-                    Failure::Source(format!(
-                        "spec.source.git.secretRef: Secret {ns}/{} does not exist",
-                        r.name
-                    ))
-                })?;
+            let s: Secret = get_required(ctx, &ns, &r.name, "spec.source.git.secretRef").await?;
             let a = auth.get_or_insert_with(GitAuth::default);
             a.username = secret_value(&s, "username");
             a.password = secret_value(&s, "password");
@@ -543,26 +545,11 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
             }
         }
         if let Some(r) = &g.ca_secret_ref {
-            let s = secrets
-                .get_opt(&r.name)
-                .await
-                .map_err(|e| {
-                    Failure::Source(format!(
-                        "spec.source.git.caSecretRef: reading Secret {ns}/{}: {e}",
-                        r.name
-                    ))
-                })?
-                .ok_or_else(|| {
-                    Failure::Source(format!(
-                        "spec.source.git.caSecretRef: Secret {ns}/{} does not exist",
-                        r.name
-                    ))
-                })?;
+            let s: Secret = get_required(ctx, &ns, &r.name, "spec.source.git.caSecretRef").await?;
             let ca = s
                 .data
-                .as_ref()
-                .and_then(|d| d.get("ca.crt"))
-                .map(|b| b.0.clone())
+                .and_then(|mut d| d.remove("ca.crt"))
+                .map(|b| b.0)
                 .ok_or_else(|| {
                     Failure::Source(format!(
                         "spec.source.git.caSecretRef: Secret {ns}/{} has no 'ca.crt'",
@@ -597,60 +584,34 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
     }
     if let Some(b) = &src.bundle {
         let (origin, data) = if let Some(r) = &b.config_map_ref {
-            let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
             let origin = format!("ConfigMap {ns}/{} key {}", r.name, b.key);
-            let cm = api
-                .get_opt(&r.name)
-                .await
-                .map_err(|e| Failure::Source(format!("spec.source.bundle: reading {origin}: {e}")))?
-                .ok_or_else(|| {
-                    Failure::Source(format!(
-                        "spec.source.bundle.configMapRef: ConfigMap {ns}/{} does not exist",
-                        r.name
-                    ))
-                })?;
+            let cm: ConfigMap =
+                get_required(ctx, &ns, &r.name, "spec.source.bundle.configMapRef").await?;
             let data = cm
                 .binary_data
-                .as_ref()
-                .and_then(|d| d.get(&b.key))
-                .map(|v| v.0.clone())
+                .and_then(|mut d| d.remove(&b.key))
+                .map(|v| v.0)
                 .or_else(|| {
                     cm.data
-                        .as_ref()
-                        .and_then(|d| d.get(&b.key))
-                        .map(|v| v.as_bytes().to_vec())
-                })
-                .ok_or_else(|| {
-                    Failure::Source(format!("spec.source.bundle.key: {origin} is missing"))
-                })?;
+                        .and_then(|mut d| d.remove(&b.key))
+                        .map(String::into_bytes)
+                });
             (origin, data)
         } else if let Some(r) = &b.secret_ref {
-            let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
             let origin = format!("Secret {ns}/{} key {}", r.name, b.key);
-            let s = api
-                .get_opt(&r.name)
-                .await
-                .map_err(|e| Failure::Source(format!("spec.source.bundle: reading {origin}: {e}")))?
-                .ok_or_else(|| {
-                    Failure::Source(format!(
-                        "spec.source.bundle.secretRef: Secret {ns}/{} does not exist",
-                        r.name
-                    ))
-                })?;
-            let data = s
-                .data
-                .as_ref()
-                .and_then(|d| d.get(&b.key))
-                .map(|v| v.0.clone())
-                .ok_or_else(|| {
-                    Failure::Source(format!("spec.source.bundle.key: {origin} is missing"))
-                })?;
-            (origin, data)
+            let s: Secret = get_required(ctx, &ns, &r.name, "spec.source.bundle.secretRef").await?;
+            (
+                origin,
+                s.data.and_then(|mut d| d.remove(&b.key)).map(|v| v.0),
+            )
         } else {
             return Err(Failure::InvalidSpec(
                 "spec.source.bundle: exactly one of configMapRef or secretRef must be set".into(),
             ));
         };
+        let data = data.ok_or_else(|| {
+            Failure::Source(format!("spec.source.bundle.key: {origin} is missing"))
+        })?;
         let ws = ctx.workspace.clone();
         return tokio::task::spawn_blocking(move || {
             source::unpack_bundle(&ws, &wkey, &origin, &data, &limits)
