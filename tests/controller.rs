@@ -217,6 +217,19 @@ async fn success_path_applies_labels_and_reports_status() {
     );
 
     // the rendered manifests are stored and read back byte for byte
+    // kstatus: Reconciling while the new generation is in progress, gone after
+    let progressing = e.fake.requests().into_iter().any(|r| {
+        r.path.ends_with("/kustomizations/site/status")
+            && r.body.as_ref().is_some_and(|b| {
+                b["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Reconciling" && c["status"] == "True")
+                })
+            })
+    });
+    assert!(progressing, "a Reconciling=True status was written first");
+    assert!(st.conditions.iter().all(|c| c.type_ != "Reconciling"));
+
     let rendered = st.rendered.clone().unwrap();
     let text = krmsync::controller::storage::load(&e.fake.client(), NS, &rendered)
         .await

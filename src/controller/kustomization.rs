@@ -135,9 +135,24 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
         }
     }
 
-    let prev = k.status.clone().unwrap_or_default();
-    let mut st = prev.clone();
+    let mut prev = k.status.clone().unwrap_or_default();
     let generation = k.metadata.generation;
+    if prev.observed_generation != generation {
+        // kstatus: a new spec is in progress until this reconcile reports
+        let mut progressing = prev.clone();
+        set_condition(
+            &mut progressing.conditions,
+            ConditionType::Reconciling,
+            true,
+            Reason::Progressing,
+            format!("Reconciling generation {}", generation.unwrap_or(0)),
+            generation,
+            now(),
+        );
+        status::write(&api, &k.name_any(), Some(&prev), &progressing).await?;
+        prev = progressing;
+    }
+    let mut st = prev.clone();
     let outcome = pipeline(k, ctx, &mut st).await;
     let t = now();
     st.observed_generation = generation;
@@ -216,7 +231,7 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
         }
     };
     ctx.metrics.record_result(success, reason.as_str());
-    status::write(&api, &k.name_any(), k.status.as_ref(), &st).await?;
+    status::write(&api, &k.name_any(), Some(&prev), &st).await?;
     ctx.with_memory(&mkey, |m| {
         m.fingerprint = fingerprint;
         m.next_due = Some(Instant::now() + next);
