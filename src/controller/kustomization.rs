@@ -102,15 +102,7 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
     if !k.finalizers().iter().any(|f| f == FINALIZER) {
         let mut finalizers = k.finalizers().to_vec();
         finalizers.push(FINALIZER.to_string());
-        let patch = serde_json::json!({
-            "metadata": {"finalizers": finalizers, "resourceVersion": k.resource_version()}
-        });
-        api.patch(
-            &k.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
+        set_finalizers(&api, k, finalizers).await?;
         // the patch triggers another reconcile with the finalizer in place
         return Ok(Action::await_change());
     }
@@ -653,6 +645,25 @@ async fn publish(ctx: &Context, k: &Kustomization, type_: EventType, reason: &st
     }
 }
 
+/// Replaces the finalizers, guarded by the resourceVersion we read (a
+/// concurrent change makes the API server answer 409 and we retry).
+async fn set_finalizers(
+    api: &Api<Kustomization>,
+    k: &Kustomization,
+    finalizers: Vec<String>,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({
+        "metadata": {"finalizers": finalizers, "resourceVersion": k.resource_version()}
+    });
+    api.patch(
+        &k.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
 /// Deletion: prune the inventory (`Delete`) or leave it (`Orphan`), then
 /// drop the finalizer. A failed prune keeps the finalizer and retries.
 async fn finalize(
@@ -724,15 +735,7 @@ async fn finalize(
         .filter(|f| *f != FINALIZER)
         .cloned()
         .collect();
-    let patch = serde_json::json!({
-        "metadata": {"finalizers": finalizers, "resourceVersion": k.resource_version()}
-    });
-    api.patch(
-        &k.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await?;
+    set_finalizers(api, k, finalizers).await?;
     if let Err(e) = ctx.workspace.remove(&mkey) {
         tracing::warn!(kustomization = %mkey, error = %e, "removing the work directory");
     }

@@ -49,7 +49,7 @@ const MAX_REF_DEPTH: usize = 64;
 static BUILTIN: LazyLock<Arc<Schema>> = LazyLock::new(|| {
     let parsed = serde_json::from_str::<serde_json::Value>(BUILTIN_JSON)
         .ok()
-        .map(|v| from_json(&v))
+        .map(|v| Value::from(&v))
         .and_then(|doc| Schema::parse_document(&doc, true).ok());
     Arc::new(parsed.unwrap_or_default())
 });
@@ -115,7 +115,7 @@ impl Schema {
     /// `PodTemplateSpec` inside a custom kind, say) still resolve.
     pub fn merged_with_builtin(custom: &Value) -> Result<Schema, String> {
         let base = serde_json::from_str::<serde_json::Value>(BUILTIN_JSON)
-            .map(|v| from_json(&v))
+            .map(|v| Value::from(&v))
             .map_err(|e| format!("builtin schema: {e}"))?;
         let mut doc = match base {
             Value::Map(m) => m,
@@ -470,28 +470,6 @@ fn cluster_pairs(v: &Value) -> HashSet<(String, String)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Converts the embedded JSON to the document model.
-fn from_json(v: &serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::Int(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::UInt(u)
-            } else {
-                Value::Float(n.as_f64().unwrap_or_default())
-            }
-        }
-        serde_json::Value::String(s) => Value::String(s.clone()),
-        serde_json::Value::Array(items) => Value::Seq(items.iter().map(from_json).collect()),
-        serde_json::Value::Object(obj) => {
-            Value::Map(obj.iter().map(|(k, v)| (k.clone(), from_json(v))).collect())
-        }
-    }
 }
 
 #[cfg(test)]
