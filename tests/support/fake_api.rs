@@ -557,12 +557,7 @@ impl Store {
     /// object whose deletion was only waiting for finalizers. Returns the
     /// stored (or removed) object.
     fn write(&mut self, def: &ResourceDef, ns: &str, name: &str, mut new: Value) -> Value {
-        let key = (
-            def.group.clone(),
-            def.plural.clone(),
-            ns.to_string(),
-            name.to_string(),
-        );
+        let key = object_key(def, ns, name);
         let old = self.objects.get(&key).cloned();
         if let Some(m) = new.as_object_mut() {
             m.insert("apiVersion".into(), Value::String(def.gv()));
@@ -1427,12 +1422,7 @@ fn replace(
         return *r;
     }
     let mut st = app.shared.lock();
-    let key = (
-        def.group.clone(),
-        def.plural.clone(),
-        ns.to_string(),
-        name.to_string(),
-    );
+    let key = object_key(def, ns, name);
     let Some(old) = st.objects.get(&key).cloned() else {
         return not_found(def, name);
     };
@@ -1497,12 +1487,7 @@ fn patch(
         );
     }
     let mut st = app.shared.lock();
-    let key = (
-        def.group.clone(),
-        def.plural.clone(),
-        ns.to_string(),
-        name.to_string(),
-    );
+    let key = object_key(def, ns, name);
     let old = st.objects.get(&key).cloned();
     let Some(old) = old else {
         if apply && !status_sub {
@@ -1549,14 +1534,19 @@ fn patch(
     json_response(200, &render(&stored, gv, &def.kind))
 }
 
-fn delete(app: &App, def: &ResourceDef, gv: &str, ns: &str, name: &str) -> Response {
-    let mut st = app.shared.lock();
-    let key = (
+/// The storage key of an object: (group, plural, namespace, name).
+fn object_key(def: &ResourceDef, ns: &str, name: &str) -> (String, String, String, String) {
+    (
         def.group.clone(),
         def.plural.clone(),
         ns.to_string(),
         name.to_string(),
-    );
+    )
+}
+
+fn delete(app: &App, def: &ResourceDef, gv: &str, ns: &str, name: &str) -> Response {
+    let mut st = app.shared.lock();
+    let key = object_key(def, ns, name);
     let Some(old) = st.objects.get(&key).cloned() else {
         return not_found(def, name);
     };
