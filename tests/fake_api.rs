@@ -628,3 +628,602 @@ async fn kubeconfig_points_at_the_fake() {
         .await;
     assert!(after.is_err(), "the server stops on shutdown");
 }
+
+// ---------------------------------------------------------------- RBAC
+
+fn status_of(e: kube::Error) -> (u16, String, String) {
+    match e {
+        kube::Error::Api(s) => (s.code, s.reason.clone(), s.message.clone()),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+fn role(kind: &str, ns: Option<&str>, name: &str, rules: Value) -> Value {
+    let mut r = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+                       "metadata": {"name": name}, "rules": rules});
+    if let Some(ns) = ns {
+        r["metadata"]["namespace"] = json!(ns);
+    }
+    r
+}
+
+fn binding(
+    kind: &str,
+    ns: Option<&str>,
+    name: &str,
+    role_ref: (&str, &str),
+    subjects: Value,
+) -> Value {
+    let mut b = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+                       "metadata": {"name": name},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_ref.0, "name": role_ref.1},
+                       "subjects": subjects});
+    if let Some(ns) = ns {
+        b["metadata"]["namespace"] = json!(ns);
+    }
+    b
+}
+
+fn secret(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": {"k": "v"}})
+}
+
+const DEPLOYER: &str = "system:serviceaccount:team-a:deployer";
+
+/// team-a's deployer may do anything with ConfigMaps in team-a, read the
+/// Secret "allowed" there (a ClusterRole bound by a RoleBinding) and only
+/// patch Secrets in team-b.
+fn seed_team_rbac(fake: &FakeApi) {
+    let sa = json!([{"kind": "ServiceAccount", "name": "deployer", "namespace": "team-a"}]);
+    fake.insert(role(
+        "Role",
+        Some("team-a"),
+        "cm",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]),
+    ));
+    fake.insert(binding(
+        "RoleBinding",
+        Some("team-a"),
+        "cm",
+        ("Role", "cm"),
+        sa.clone(),
+    ));
+    fake.insert(role("ClusterRole", None, "secret-reader",
+                     json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["allowed"]}])));
+    fake.insert(binding(
+        "RoleBinding",
+        Some("team-a"),
+        "secrets",
+        ("ClusterRole", "secret-reader"),
+        sa.clone(),
+    ));
+    fake.insert(role(
+        "Role",
+        Some("team-b"),
+        "patcher",
+        json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["patch"]}]),
+    ));
+    fake.insert(binding(
+        "RoleBinding",
+        Some("team-b"),
+        "patcher",
+        ("Role", "patcher"),
+        sa,
+    ));
+}
+
+#[tokio::test]
+async fn rbac_role_bindings_grant_only_in_their_namespace() {
+    let fake = FakeApi::start().await;
+    fake.set_rbac(true);
+    seed_team_rbac(&fake);
+    let client = fake.client_as(DEPLOYER);
+    let team_a: Api<ConfigMap> = Api::namespaced(client.clone(), "team-a");
+    team_a
+        .create(&PostParams::default(), &cm("ok", json!({})))
+        .await
+        .unwrap();
+    assert!(fake.get("v1", "ConfigMap", Some("team-a"), "ok").is_some());
+
+    let team_b: Api<ConfigMap> = Api::namespaced(client.clone(), "team-b");
+    let err = team_b
+        .create(&PostParams::default(), &cm("no", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status_of(err),
+        (
+            403,
+            "Forbidden".to_string(),
+            "configmaps is forbidden: User \"system:serviceaccount:team-a:deployer\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"team-b\"".to_string()
+        )
+    );
+    assert!(fake.get("v1", "ConfigMap", Some("team-b"), "no").is_none());
+
+    // An apply that would create needs create as well as patch.
+    let secrets_b: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "team-b",
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Secret")),
+    );
+    let err = secrets_b
+        .patch(
+            "x",
+            &PatchParams::apply("krmsync"),
+            &Patch::Apply(secret("x")),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status_of(err).2,
+        "secrets \"x\" is forbidden: User \"system:serviceaccount:team-a:deployer\" cannot create resource \"secrets\" in API group \"\" in the namespace \"team-b\""
+    );
+    assert!(fake.get("v1", "Secret", Some("team-b"), "x").is_none());
+    // Patching an existing one is allowed.
+    fake.insert(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x", "namespace": "team-b"}}));
+    secrets_b
+        .patch(
+            "x",
+            &PatchParams::apply("krmsync"),
+            &Patch::Apply(secret("x")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.get("v1", "Secret", Some("team-b"), "x").unwrap()["stringData"]["k"],
+        "v"
+    );
+
+    // resourceNames restrict: "allowed" may be read (and is missing), others not, nor listed.
+    let secrets_a: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "team-a",
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Secret")),
+    );
+    assert_eq!(
+        status_of(secrets_a.get("allowed").await.unwrap_err()).0,
+        404
+    );
+    assert_eq!(
+        status_of(secrets_a.get("other").await.unwrap_err()).2,
+        "secrets \"other\" is forbidden: User \"system:serviceaccount:team-a:deployer\" cannot get resource \"secrets\" in API group \"\" in the namespace \"team-a\""
+    );
+    assert_eq!(
+        status_of(secrets_a.list(&ListParams::default()).await.unwrap_err()).0,
+        403
+    );
+    // A RoleBinding grants nothing at the cluster scope.
+    let everywhere: Api<ConfigMap> = Api::all(client.clone());
+    assert_eq!(
+        status_of(everywhere.list(&ListParams::default()).await.unwrap_err()).2,
+        "configmaps is forbidden: User \"system:serviceaccount:team-a:deployer\" cannot list resource \"configmaps\" in API group \"\" at the cluster scope"
+    );
+
+    // Discovery is open to everyone.
+    assert_eq!(client.apiserver_version().await.unwrap().major, "1");
+    discovery::pinned_kind(&client, &GroupVersionKind::gvk("apps", "v1", "Deployment"))
+        .await
+        .unwrap();
+
+    // Requests are recorded with their user; no token is system:admin.
+    fake.clear_requests();
+    team_a.get("ok").await.unwrap();
+    Api::<ConfigMap>::namespaced(fake.client(), "team-a")
+        .get("ok")
+        .await
+        .unwrap();
+    let users: Vec<String> = fake.requests().into_iter().map(|r| r.user).collect();
+    assert_eq!(users, [DEPLOYER, "system:admin"]);
+
+    // An unknown token is not authenticated.
+    let resp = reqwest::Client::new()
+        .get(format!(
+            "{}/api/v1/namespaces/team-a/configmaps",
+            fake.url()
+        ))
+        .bearer_auth("nobody-knows-me")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+}
+
+#[tokio::test]
+async fn rbac_cluster_roles_groups_verbs_and_subresources() {
+    let fake = FakeApi::start().await;
+    fake.set_rbac(true);
+    fake.add_token("alice-token", "alice", &["devs"]);
+    fake.add_token("bob-token", "bob", &[]);
+    // Built-in view for a group, cluster-wide.
+    fake.insert(binding(
+        "ClusterRoleBinding",
+        None,
+        "devs-view",
+        ("ClusterRole", "view"),
+        json!([{"kind": "Group", "name": "devs"}]),
+    ));
+    // bob may only write deployment status in prod, and get/list (not watch) ConfigMaps.
+    fake.insert(role(
+        "Role",
+        Some("prod"),
+        "status-writer",
+        json!([
+            {"apiGroups": ["apps"], "resources": ["deployments/status"], "verbs": ["patch", "get"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "delete"]},
+        ]),
+    ));
+    fake.insert(binding(
+        "RoleBinding",
+        Some("prod"),
+        "bob",
+        ("Role", "status-writer"),
+        json!([{"kind": "User", "name": "bob"}]),
+    ));
+    fake.insert(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "web", "namespace": "prod"}, "spec": {"replicas": 1}}));
+    for (name, team) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": name, "namespace": "prod", "labels": {"team": team}}}));
+    }
+    let as_user = |token: &str| {
+        let mut config = fake.config();
+        config.auth_info = serde_json::from_value(json!({"token": token})).unwrap();
+        kube::Client::try_from(config).unwrap()
+    };
+    let alice = as_user("alice-token");
+    let bob = as_user("bob-token");
+
+    // view: read everywhere, write nowhere.
+    let all: Api<ConfigMap> = Api::all(alice.clone());
+    assert_eq!(
+        all.list(&ListParams::default()).await.unwrap().items.len(),
+        3
+    );
+    let prod: Api<ConfigMap> = Api::namespaced(alice.clone(), "prod");
+    assert_eq!(
+        status_of(
+            prod.create(&PostParams::default(), &cm("n", json!({})))
+                .await
+                .unwrap_err()
+        )
+        .2,
+        "configmaps is forbidden: User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"prod\""
+    );
+    let namespaces: Api<Namespace> = Api::all(alice.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "new"}})).unwrap();
+    assert_eq!(
+        status_of(
+            namespaces
+                .create(&PostParams::default(), &ns)
+                .await
+                .unwrap_err()
+        )
+        .2,
+        "namespaces is forbidden: User \"alice\" cannot create resource \"namespaces\" in API group \"\" at the cluster scope"
+    );
+
+    // Subresources are resources of their own.
+    let deps: Api<Deployment> = Api::namespaced(bob.clone(), "prod");
+    deps.patch_status(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"replicas": 1}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        fake.get("apps/v1", "Deployment", Some("prod"), "web")
+            .unwrap()["status"]["replicas"],
+        1
+    );
+    assert_eq!(
+        status_of(
+            deps.patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": 5}}))
+            )
+            .await
+            .unwrap_err()
+        )
+        .2,
+        "deployments.apps \"web\" is forbidden: User \"bob\" cannot patch resource \"deployments\" in API group \"apps\" in the namespace \"prod\""
+    );
+    let alice_deps: Api<Deployment> = Api::namespaced(alice.clone(), "prod");
+    assert_eq!(
+        status_of(
+            alice_deps
+                .patch_status(
+                    "web",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {}}))
+                )
+                .await
+                .unwrap_err()
+        )
+        .2,
+        "deployments.apps \"web\" is forbidden: User \"alice\" cannot patch resource \"deployments/status\" in API group \"apps\" in the namespace \"prod\""
+    );
+
+    // list is not watch, delete is not deletecollection.
+    let bob_cms: Api<ConfigMap> = Api::namespaced(bob.clone(), "prod");
+    assert_eq!(
+        bob_cms
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+    let watch = reqwest::Client::new()
+        .get(format!(
+            "{}/api/v1/namespaces/prod/configmaps?watch=true&timeoutSeconds=1",
+            fake.url()
+        ))
+        .bearer_auth("bob-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 403);
+    let status: Value = serde_json::from_str(&watch.text().await.unwrap()).unwrap();
+    assert_eq!(
+        status["message"],
+        "configmaps is forbidden: User \"bob\" cannot watch resource \"configmaps\" in API group \"\" in the namespace \"prod\""
+    );
+    assert_eq!(
+        status_of(
+            bob_cms
+                .delete_collection(&DeleteParams::default(), &ListParams::default())
+                .await
+                .unwrap_err()
+        )
+        .2,
+        "configmaps is forbidden: User \"bob\" cannot deletecollection resource \"configmaps\" in API group \"\" in the namespace \"prod\""
+    );
+    bob_cms.delete("c", &DeleteParams::default()).await.unwrap();
+    // The admin may delete a collection by label.
+    let admin_cms: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+    admin_cms
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("team=x"),
+        )
+        .await
+        .unwrap();
+    assert!(fake.list("v1", "ConfigMap").is_empty());
+
+    // A stored ClusterRole replaces the built-in of the same name.
+    fake.insert(role(
+        "ClusterRole",
+        None,
+        "view",
+        json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}]),
+    ));
+    assert_eq!(
+        status_of(all.list(&ListParams::default()).await.unwrap_err()).0,
+        403
+    );
+    let secrets: Api<DynamicObject> = Api::all_with(
+        alice.clone(),
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Secret")),
+    );
+    secrets.list(&ListParams::default()).await.unwrap();
+
+    // RBAC off again: everyone may do anything.
+    fake.set_rbac(false);
+    prod.create(&PostParams::default(), &cm("n", json!({})))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn impersonation_needs_permission_and_switches_identity() {
+    let fake = FakeApi::start().await;
+    fake.set_rbac(true);
+    seed_team_rbac(&fake);
+    const CONTROLLER: &str = "system:serviceaccount:krmsync-system:krmsync";
+    // The controller may impersonate team-a's deployer only.
+    fake.insert(role("ClusterRole", None, "impersonate-deployer",
+                     json!([{"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"], "resourceNames": ["deployer"]}])));
+    fake.insert(binding(
+        "RoleBinding",
+        Some("team-a"),
+        "controller",
+        ("ClusterRole", "impersonate-deployer"),
+        json!([{"kind": "ServiceAccount", "name": "krmsync", "namespace": "krmsync-system"}]),
+    ));
+    let impersonating = |user: &str| {
+        let mut config = fake.config_as(CONTROLLER);
+        config.auth_info.impersonate = Some(user.to_string());
+        kube::Client::try_from(config).unwrap()
+    };
+
+    let as_deployer = impersonating(DEPLOYER);
+    Api::<ConfigMap>::namespaced(as_deployer.clone(), "team-a")
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(fake.requests().last().unwrap().user, DEPLOYER);
+    // The request runs with the deployer's rights, not the controller's.
+    let err = Api::<ConfigMap>::namespaced(as_deployer, "team-b")
+        .create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status_of(err).2,
+        format!(
+            "configmaps is forbidden: User \"{DEPLOYER}\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"team-b\""
+        )
+    );
+
+    for (user, message) in [
+        (
+            "system:serviceaccount:team-a:other",
+            format!(
+                "serviceaccounts \"other\" is forbidden: User \"{CONTROLLER}\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"team-a\""
+            ),
+        ),
+        (
+            "system:serviceaccount:team-b:deployer",
+            format!(
+                "serviceaccounts \"deployer\" is forbidden: User \"{CONTROLLER}\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"team-b\""
+            ),
+        ),
+        (
+            "alice",
+            format!(
+                "users \"alice\" is forbidden: User \"{CONTROLLER}\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+            ),
+        ),
+    ] {
+        let err = Api::<ConfigMap>::namespaced(impersonating(user), "team-a")
+            .get("a")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            status_of(err),
+            (403, "Forbidden".to_string(), message),
+            "{user}"
+        );
+        assert_eq!(fake.requests().last().unwrap().user, CONTROLLER);
+    }
+
+    // The impersonated ServiceAccount is in its groups.
+    fake.insert(role(
+        "Role",
+        Some("team-c"),
+        "read",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]),
+    ));
+    fake.insert(binding(
+        "RoleBinding",
+        Some("team-c"),
+        "team-a-sas",
+        ("Role", "read"),
+        json!([{"kind": "Group", "name": "system:serviceaccounts:team-a"}]),
+    ));
+    Api::<ConfigMap>::namespaced(impersonating(DEPLOYER), "team-c")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+
+    // The admin (no token) may impersonate anyone, and then has their rights.
+    let mut config = fake.config();
+    config.auth_info.impersonate = Some(DEPLOYER.into());
+    let err = Api::<ConfigMap>::namespaced(kube::Client::try_from(config).unwrap(), "team-b")
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(err).0, 403);
+}
+
+// ---------------------------------------------------------------- dryRun
+
+#[tokio::test]
+async fn dry_run_answers_but_stores_nothing() {
+    let fake = FakeApi::start().await;
+    fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "keep", "namespace": "prod"}, "data": {"k": "1"}}));
+    let api: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+    let before = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let stored_before = fake.get("v1", "ConfigMap", Some("prod"), "keep").unwrap();
+    let dry_post = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+
+    let created = api
+        .create(&dry_post, &cm("new", json!({"a": "b"})))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.name.as_deref(), Some("new"));
+    assert_eq!(created.data.unwrap()["a"], "b");
+    assert!(fake.get("v1", "ConfigMap", Some("prod"), "new").is_none());
+
+    let applied = api
+        .patch(
+            "new",
+            &PatchParams::apply("m").dry_run(),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"x": "y"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied.data.unwrap()["x"], "y");
+    assert!(fake.get("v1", "ConfigMap", Some("prod"), "new").is_none());
+
+    let changed = api
+        .patch(
+            "keep",
+            &PatchParams::apply("m").dry_run(),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "2"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.data.unwrap()["k"], "2");
+    let merged = api
+        .patch(
+            "keep",
+            &PatchParams {
+                dry_run: true,
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"k": "3"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(merged.data.unwrap()["k"], "3");
+    let mut replacement = api.get("keep").await.unwrap();
+    replacement.data = Some([("k".to_string(), "4".to_string())].into());
+    let replaced = api.replace("keep", &dry_post, &replacement).await.unwrap();
+    assert_eq!(replaced.data.unwrap()["k"], "4");
+    let deleted = api
+        .delete(
+            "keep",
+            &DeleteParams {
+                dry_run: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(deleted.is_left());
+
+    assert_eq!(
+        fake.get("v1", "ConfigMap", Some("prod"), "keep").unwrap(),
+        stored_before
+    );
+    let after = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    assert_eq!(after, before, "no write happened");
+    // No watch event either: a watch from before replays nothing.
+    let text = reqwest::get(format!(
+        "{}/api/v1/namespaces/prod/configmaps?watch=1&timeoutSeconds=1&resourceVersion={before}",
+        fake.url()
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert_eq!(text, "");
+
+    // RBAC still applies to a dry run.
+    fake.set_rbac(true);
+    let denied = Api::<ConfigMap>::namespaced(fake.client_as("carol"), "prod")
+        .create(&dry_post, &cm("x", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(denied).0, 403);
+}

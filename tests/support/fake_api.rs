@@ -2053,8 +2053,15 @@ struct Req {
 }
 
 impl Req {
+    /// `dryRun=All` in the query, or in the DeleteOptions body of a DELETE.
     fn dry_run(&self) -> bool {
         self.query.get("dryRun").map(String::as_str) == Some("All")
+            || (self.method == Method::DELETE
+                && self.body.as_ref().is_some_and(|b| {
+                    b["dryRun"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(|v| v == "All"))
+                }))
     }
 
     /// The field manager of a non-apply write: `fieldManager`, else the
