@@ -1227,3 +1227,716 @@ async fn dry_run_answers_but_stores_nothing() {
         .unwrap_err();
     assert_eq!(status_of(denied).0, 403);
 }
+
+// ---------------------------------------------------------------- field managers
+
+fn managers(obj: &Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap().to_string(),
+                e["operation"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The FieldsV1 of `manager`'s entry (Null when it has none).
+fn fields_of(obj: &Value, manager: &str) -> Value {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["manager"] == manager)
+        .map(|e| e["fieldsV1"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn cm_api(fake: &FakeApi) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        fake.client(),
+        "prod",
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap")),
+    )
+}
+
+async fn apply(
+    api: &Api<DynamicObject>,
+    name: &str,
+    manager: &str,
+    force: bool,
+    body: Value,
+) -> Result<Value, kube::Error> {
+    let mut pp = PatchParams::apply(manager);
+    pp.force = force;
+    api.patch(name, &pp, &Patch::Apply(body))
+        .await
+        .map(|o| serde_json::to_value(o).unwrap())
+}
+
+fn cm_body(data: Value, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "c", "labels": labels}, "data": data})
+}
+
+#[tokio::test]
+async fn apply_managers_share_fields_and_conflict() {
+    let fake = FakeApi::start().await;
+    let api = cm_api(&fake);
+    let stored = || fake.get("v1", "ConfigMap", Some("prod"), "c").unwrap();
+
+    let first = apply(
+        &api,
+        "c",
+        "a",
+        false,
+        cm_body(json!({"x": "1", "y": "2"}), json!({"team": "a"})),
+    )
+    .await
+    .unwrap();
+    let entries = first["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["manager"], "a");
+    assert_eq!(entries[0]["operation"], "Apply");
+    assert_eq!(entries[0]["apiVersion"], "v1");
+    assert_eq!(entries[0]["fieldsType"], "FieldsV1");
+    assert!(entries[0]["time"].is_string());
+    assert_eq!(
+        entries[0]["fieldsV1"],
+        json!({"f:data": {"f:x": {}, "f:y": {}}, "f:metadata": {"f:labels": {"f:team": {}}}})
+    );
+    assert_eq!(
+        stored()["metadata"]["managedFields"],
+        first["metadata"]["managedFields"]
+    );
+
+    // Another manager adds a field; the first one's stay.
+    apply(
+        &api,
+        "c",
+        "b",
+        false,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"z": "3"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stored()["data"], json!({"x": "1", "y": "2", "z": "3"}));
+    assert_eq!(stored()["metadata"]["labels"], json!({"team": "a"}));
+    assert_eq!(fields_of(&stored(), "b"), json!({"f:data": {"f:z": {}}}));
+
+    // A different value on someone else's field conflicts, and changes nothing.
+    let before = stored();
+    let err = apply(&api, "c", "b", false, cm_body(json!({"x": "9"}), json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status_of(err),
+        (
+            409,
+            "Conflict".to_string(),
+            "Apply failed with 1 conflict: conflict with \"a\" using v1: .data.x".to_string()
+        )
+    );
+    let err = apply(
+        &api,
+        "c",
+        "b",
+        false,
+        cm_body(json!({"x": "9", "y": "8"}), json!({})),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        status_of(err).2,
+        "Apply failed with 2 conflicts: conflicts with \"a\" using v1:\n- .data.x\n- .data.y"
+    );
+    assert_eq!(stored(), before);
+
+    // The same value is shared; what b no longer sends and owns alone goes.
+    apply(
+        &api,
+        "c",
+        "b",
+        false,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"x": "1"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stored()["data"], json!({"x": "1", "y": "2"}));
+    assert_eq!(fields_of(&stored(), "b"), json!({"f:data": {"f:x": {}}}));
+    // a drops x: b still owns it, so it stays.
+    apply(
+        &api,
+        "c",
+        "a",
+        false,
+        cm_body(json!({"y": "2"}), json!({"team": "a"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stored()["data"], json!({"x": "1", "y": "2"}));
+
+    // force takes the field over.
+    apply(
+        &api,
+        "c",
+        "b",
+        true,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"x": "1", "y": "7"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stored()["data"], json!({"x": "1", "y": "7"}));
+    assert_eq!(
+        fields_of(&stored(), "a"),
+        json!({"f:metadata": {"f:labels": {"f:team": {}}}})
+    );
+    assert_eq!(
+        fields_of(&stored(), "b"),
+        json!({"f:data": {"f:x": {}, "f:y": {}}})
+    );
+    let err = apply(
+        &api,
+        "c",
+        "a",
+        false,
+        cm_body(json!({"y": "2"}), json!({"team": "a"})),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        status_of(err).2,
+        "Apply failed with 1 conflict: conflict with \"b\" using v1: .data.y"
+    );
+
+    // Labels are fields like any other: dropping one removes it.
+    apply(
+        &api,
+        "c",
+        "a",
+        false,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"other": "x"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stored()["metadata"]["labels"], json!({"other": "x"}));
+    assert_eq!(
+        managers(&stored()),
+        [
+            ("a".to_string(), "Apply".to_string()),
+            ("b".to_string(), "Apply".to_string())
+        ]
+    );
+
+    // Re-applying the same configuration is a no-op.
+    let rv_before = rv(&stored());
+    apply(
+        &api,
+        "c",
+        "a",
+        false,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"other": "x"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rv(&stored()), rv_before);
+}
+
+#[tokio::test]
+async fn updates_take_ownership_of_what_they_change() {
+    let fake = FakeApi::start().await;
+    let api = cm_api(&fake);
+    let typed: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+    let stored = || fake.get("v1", "ConfigMap", Some("prod"), "u").unwrap();
+    let plain: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "u"}, "data": {"a": "1", "b": "2"}}))
+    .unwrap();
+    let created = typed
+        .create(
+            &PostParams {
+                field_manager: Some("creator".into()),
+                ..Default::default()
+            },
+            &plain,
+        )
+        .await
+        .unwrap();
+    let created = serde_json::to_value(created).unwrap();
+    assert_eq!(
+        managers(&created),
+        [("creator".to_string(), "Update".to_string())]
+    );
+    assert_eq!(
+        fields_of(&created, "creator"),
+        json!({"f:data": {"f:a": {}, "f:b": {}}})
+    );
+
+    typed
+        .patch(
+            "u",
+            &PatchParams {
+                field_manager: Some("editor".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"a": "10"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        fields_of(&stored(), "editor"),
+        json!({"f:data": {"f:a": {}}})
+    );
+    assert_eq!(
+        fields_of(&stored(), "creator"),
+        json!({"f:data": {"f:b": {}}})
+    );
+
+    let err = apply(
+        &api,
+        "u",
+        "applier",
+        false,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "11"}}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        status_of(err).2,
+        "Apply failed with 1 conflict: conflict with \"editor\" using v1: .data.a"
+    );
+
+    // A replace that drops b: nobody owns it any more.
+    let mut current = typed.get("u").await.unwrap();
+    current.data = Some([("a".to_string(), "10".to_string())].into());
+    typed
+        .replace(
+            "u",
+            &PostParams {
+                field_manager: Some("replacer".into()),
+                ..Default::default()
+            },
+            &current,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        managers(&stored()),
+        [("editor".to_string(), "Update".to_string())]
+    );
+
+    // Without fieldManager the User-Agent's program name manages the fields.
+    let resp = reqwest::Client::new()
+        .patch(format!(
+            "{}/api/v1/namespaces/prod/configmaps/u",
+            fake.url()
+        ))
+        .header("content-type", "application/merge-patch+json")
+        .header(
+            "user-agent",
+            "kubectl/v1.33.0 (linux/amd64) kubernetes/abcdef",
+        )
+        .body(json!({"data": {"c": "3"}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let body: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+    assert_eq!(fields_of(&body, "kubectl"), json!({"f:data": {"f:c": {}}}));
+    assert_eq!(
+        managers(&stored()),
+        [
+            ("editor".to_string(), "Update".to_string()),
+            ("kubectl".to_string(), "Update".to_string())
+        ]
+    );
+
+    // A patch that changes nothing records nothing.
+    let rv_before = rv(&stored());
+    typed
+        .patch(
+            "u",
+            &PatchParams {
+                field_manager: Some("idle".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"c": "3"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rv(&stored()), rv_before);
+    assert_eq!(fields_of(&stored(), "idle"), Value::Null);
+}
+
+fn deployment_body(containers: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+           "spec": {"template": {"spec": {"containers": containers}}}})
+}
+
+#[tokio::test]
+async fn apply_merges_lists_keyed_by_name() {
+    let fake = FakeApi::start().await;
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        fake.client(),
+        "prod",
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("apps", "v1", "Deployment")),
+    );
+    let stored = || {
+        fake.get("apps/v1", "Deployment", Some("prod"), "web")
+            .unwrap()
+    };
+    let containers = || stored()["spec"]["template"]["spec"]["containers"].clone();
+    let app = |image: &str, args: Value, env: Value| json!({"name": "app", "image": image, "args": args, "env": env});
+    apply(
+        &api,
+        "web",
+        "krmsync",
+        false,
+        deployment_body(json!([app(
+            "app:1",
+            json!(["a", "b"]),
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]),
+        )])),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        fields_of(&stored(), "krmsync"),
+        json!({"f:spec": {"f:template": {"f:spec": {"f:containers": {
+            "k:{\"name\":\"app\"}": {
+                ".": {}, "f:name": {}, "f:image": {}, "f:args": {},
+                "f:env": {
+                    "k:{\"name\":\"A\"}": {".": {}, "f:name": {}, "f:value": {}},
+                    "k:{\"name\":\"B\"}": {".": {}, "f:name": {}, "f:value": {}},
+                },
+            },
+        }}}}})
+    );
+
+    // Another manager adds a container: both are kept.
+    apply(
+        &api,
+        "web",
+        "injector",
+        false,
+        deployment_body(json!([{"name": "sidecar", "image": "s:1"}])),
+    )
+    .await
+    .unwrap();
+    let names = |cs: &Value| -> Vec<String> {
+        cs.as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&containers()), ["app", "sidecar"]);
+    let err = apply(
+        &api,
+        "web",
+        "injector",
+        false,
+        deployment_body(json!([{"name": "app", "image": "evil:1"}])),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        status_of(err).2,
+        "Apply failed with 1 conflict: conflict with \"krmsync\" using apps/v1: .spec.template.spec.containers[name=\"app\"].image"
+    );
+
+    // Dropped env items go, atomic lists are replaced, the other manager's container stays.
+    apply(
+        &api,
+        "web",
+        "krmsync",
+        false,
+        deployment_body(json!([app(
+            "app:2",
+            json!(["c"]),
+            json!([{"name": "A", "value": "1"}]),
+        )])),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        containers(),
+        json!([
+            {"name": "app", "image": "app:2", "args": ["c"], "env": [{"name": "A", "value": "1"}]},
+            {"name": "sidecar", "image": "s:1"},
+        ])
+    );
+    assert_eq!(stored()["metadata"]["generation"], 3);
+
+    // A container krmsync no longer sends is removed; an empty list keeps others' items.
+    apply(
+        &api,
+        "web",
+        "krmsync",
+        false,
+        deployment_body(json!([{"name": "app2", "image": "x:1"}])),
+    )
+    .await
+    .unwrap();
+    assert_eq!(names(&containers()), ["sidecar", "app2"]);
+    apply(&api, "web", "krmsync", false, deployment_body(json!([])))
+        .await
+        .unwrap();
+    assert_eq!(names(&containers()), ["sidecar"]);
+}
+
+// ---------------------------------------------------------------- namespaces, GC
+
+#[tokio::test]
+async fn namespace_lifecycle_blocks_and_cleans_up() {
+    let fake = FakeApi::start().await;
+    fake.set_namespace_lifecycle(true);
+    let ghost: Api<ConfigMap> = Api::namespaced(fake.client(), "ghost");
+    let err = ghost
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status_of(err),
+        (
+            404,
+            "NotFound".to_string(),
+            "namespaces \"ghost\" not found".to_string()
+        )
+    );
+    let ghost_dyn: Api<DynamicObject> = Api::namespaced_with(
+        fake.client(),
+        "ghost",
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap")),
+    );
+    let err = apply(&ghost_dyn, "c", "m", true, cm_body(json!({}), json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(err).2, "namespaces \"ghost\" not found");
+    assert!(fake.list("v1", "ConfigMap").is_empty());
+
+    let namespaces: Api<Namespace> = Api::all(fake.client());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "apps"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(fake.client(), "apps");
+    cms.create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap();
+    let mut held = cm("held", json!({}));
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    cms.create(&PostParams::default(), &held).await.unwrap();
+    fake.insert(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "web", "namespace": "apps"}}));
+    fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "elsewhere", "namespace": "other"}}));
+
+    let answer = namespaces
+        .delete("apps", &DeleteParams::default())
+        .await
+        .unwrap();
+    let answer = answer.left().expect("the namespace is still there");
+    assert!(answer.metadata.deletion_timestamp.is_some());
+    assert_eq!(answer.status.unwrap().phase.as_deref(), Some("Terminating"));
+    let stored = fake.get("v1", "Namespace", None, "apps").unwrap();
+    assert_eq!(stored["status"]["phase"], "Terminating");
+    assert!(fake.get("v1", "ConfigMap", Some("apps"), "a").is_none());
+    assert!(
+        fake.get("apps/v1", "Deployment", Some("apps"), "web")
+            .is_none()
+    );
+    let held = fake.get("v1", "ConfigMap", Some("apps"), "held").unwrap();
+    assert!(held["metadata"]["deletionTimestamp"].is_string());
+    assert!(
+        fake.get("v1", "ConfigMap", Some("other"), "elsewhere")
+            .is_some()
+    );
+
+    let err = cms
+        .create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status_of(err),
+        (403, "Forbidden".to_string(),
+         "configmaps \"b\" is forbidden: unable to create new content in namespace apps because it is being terminated".to_string())
+    );
+    let apps_dyn: Api<DynamicObject> = Api::namespaced_with(
+        fake.client(),
+        "apps",
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap")),
+    );
+    let err = apply(&apps_dyn, "c", "m", true, cm_body(json!({}), json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(err).0, 403);
+
+    // Existing objects may still be updated; the last one gone takes the namespace.
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(fake.get("v1", "ConfigMap", Some("apps"), "held").is_none());
+    assert!(fake.get("v1", "Namespace", None, "apps").is_none());
+
+    // A namespace's own finalizers hold it after it is empty.
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": "kept", "finalizers": ["example.com/x"]}}));
+    namespaces
+        .delete("kept", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(fake.get("v1", "Namespace", None, "kept").is_some());
+    namespaces
+        .patch(
+            "kept",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": []}})),
+        )
+        .await
+        .unwrap();
+    assert!(fake.get("v1", "Namespace", None, "kept").is_none());
+}
+
+fn owned_cm(name: &str, owners: &[&Value], finalizers: &[&str]) -> Value {
+    let refs: Vec<Value> = owners
+        .iter()
+        .map(|o| {
+            json!({"apiVersion": o["apiVersion"], "kind": o["kind"],
+                        "name": o["metadata"]["name"], "uid": o["metadata"]["uid"]})
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "namespace": "prod", "ownerReferences": refs,
+                        "finalizers": finalizers}})
+}
+
+#[tokio::test]
+async fn garbage_collection_follows_owner_references() {
+    let fake = FakeApi::start().await;
+    let get = |name: &str| fake.get("v1", "ConfigMap", Some("prod"), name);
+    for name in ["owner", "other-owner", "owner2"] {
+        fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": name, "namespace": "prod"}}));
+    }
+    let owner = get("owner").unwrap();
+    let other = get("other-owner").unwrap();
+    fake.insert(owned_cm("child", &[&owner], &[]));
+    let child = get("child").unwrap();
+    fake.insert(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "grandchild", "namespace": "prod",
+                                    "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                         "name": "child", "uid": child["metadata"]["uid"]}]}}));
+    fake.insert(owned_cm("held", &[&owner], &["example.com/hold"]));
+    fake.insert(owned_cm("shared", &[&owner, &other], &[]));
+    fake.insert(owned_cm("unrelated", &[], &[]));
+
+    let api: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+    api.delete("owner", &DeleteParams::default()).await.unwrap();
+    assert!(get("owner").is_none());
+    assert!(get("child").is_none());
+    assert!(
+        fake.get("apps/v1", "Deployment", Some("prod"), "grandchild")
+            .is_none()
+    );
+    assert!(get("held").unwrap()["metadata"]["deletionTimestamp"].is_string());
+    assert!(get("shared").is_some(), "another owner is alive");
+    assert!(get("unrelated").is_some());
+
+    // An owner held by a finalizer keeps its dependents until it is removed.
+    fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "owner2", "namespace": "prod", "finalizers": ["example.com/hold"]}}));
+    let owner2 = get("owner2").unwrap();
+    fake.insert(owned_cm("child2", &[&owner2], &[]));
+    api.delete("owner2", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(get("child2").is_some());
+    api.patch(
+        "owner2",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": []}})),
+    )
+    .await
+    .unwrap();
+    assert!(get("owner2").is_none());
+    assert!(get("child2").is_none());
+}
+
+// ---------------------------------------------------------------- faults
+
+#[tokio::test]
+async fn fail_nth_and_delay() {
+    let fake = FakeApi::start().await;
+    for name in ["a", "b"] {
+        fake.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": name, "namespace": "prod"}}));
+    }
+    let api: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+    fake.fail_nth("GET", "/configmaps/a", 2, 500, "try later");
+    api.get("a").await.unwrap();
+    api.get("b").await.unwrap();
+    assert_eq!(
+        status_of(api.get("a").await.unwrap_err()),
+        (500, "InternalError".to_string(), "try later".to_string())
+    );
+    api.get("a").await.unwrap();
+    api.get("a").await.unwrap();
+
+    // kube's client retries a transient 503: one failure is not seen.
+    fake.clear_requests();
+    fake.fail_nth("GET", "/configmaps/a", 1, 503, "busy");
+    api.get("a").await.unwrap();
+    assert_eq!(fake.requests().len(), 2);
+
+    // Counted from the call; cleared by clear_failures.
+    fake.fail_nth("*", "/configmaps/a", 1, 500, "boom");
+    assert_eq!(status_of(api.get("a").await.unwrap_err()).0, 500);
+    api.get("a").await.unwrap();
+    fake.fail_nth("GET", "/configmaps/a", 1, 500, "boom");
+    fake.clear_failures();
+    api.get("a").await.unwrap();
+
+    fake.delay("GET", "/configmaps/b", Duration::from_millis(700));
+    let started = std::time::Instant::now();
+    api.get("b").await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(700));
+    let started = std::time::Instant::now();
+    api.get("a").await.unwrap();
+    assert!(started.elapsed() < Duration::from_millis(500));
+    let mut config = fake.config();
+    config.read_timeout = Some(Duration::from_millis(200));
+    let impatient: Api<ConfigMap> =
+        Api::namespaced(kube::Client::try_from(config).unwrap(), "prod");
+    let err = impatient.get("b").await.unwrap_err();
+    assert!(
+        !matches!(err, kube::Error::Api(_)),
+        "a timeout, not an answer: {err:?}"
+    );
+    fake.clear_failures();
+    let started = std::time::Instant::now();
+    impatient.get("b").await.unwrap();
+    assert!(started.elapsed() < Duration::from_millis(500));
+}
+
+#[tokio::test]
+async fn kubeconfig_as_user_authenticates() {
+    let fake = FakeApi::start().await;
+    let yaml = fake.kubeconfig_yaml_as("system:serviceaccount:team-a:deployer");
+    let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    Api::<ConfigMap>::namespaced(kube::Client::try_from(config).unwrap(), "team-a")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert_eq!(fake.requests().last().unwrap().user, DEPLOYER);
+}

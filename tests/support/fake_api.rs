@@ -1660,6 +1660,8 @@ fn apply_merge(target: &mut Value, src: &Value) {
                 }
             }
         }
+        // An empty list says nothing about the items of a keyed one.
+        (Value::Array(t), Value::Array(s)) if s.is_empty() && keyed_list(t) => {}
         (Value::Array(t), Value::Array(s)) if keyed_list(s) && (t.is_empty() || keyed_list(t)) => {
             for item in s {
                 match t.iter_mut().find(|i| i["name"] == item["name"]) {
@@ -1776,11 +1778,11 @@ fn ssa_apply(
         .flat_map(|e| e.fields.iter().cloned())
         .collect();
     let mut obj = live.clone();
-    let mut dropped: Vec<&FieldPath> = previous
+    // In set order an item comes before its fields: a dropped item goes
+    // whole, before its name could be removed from it.
+    let dropped = previous
         .iter()
-        .filter(|p| !applied.contains(*p) && !others.contains(*p))
-        .collect();
-    dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        .filter(|p| !applied.contains(*p) && !others.contains(*p));
     for p in dropped {
         let keeps_item = |item: &[Step]| others.iter().any(|o| o.starts_with(item));
         let is_key = matches!(p.as_slice(), [.., Step::Item(_), Step::Field(f)] if f == "name");
@@ -1791,15 +1793,18 @@ fn ssa_apply(
         }
     }
     apply_merge(&mut obj, &body);
-    entries.retain(|e| !e.is(manager, "Apply"));
-    entries.push(Managed {
+    let mine = Managed {
         manager: manager.to_string(),
         operation: "Apply".into(),
         api_version: gv.to_string(),
         time: now(),
         subresource: None,
         fields: applied,
-    });
+    };
+    match entries.iter_mut().find(|e| e.is(manager, "Apply")) {
+        Some(e) => *e = mine,
+        None => entries.push(mine),
+    }
     set_managed(&mut obj, entries);
     Ok(obj)
 }
