@@ -1108,6 +1108,30 @@ async fn impersonation_needs_permission_and_switches_identity() {
         .await
         .unwrap();
 
+    // Impersonating groups needs impersonate on groups.
+    let mut config = fake.config_as(CONTROLLER);
+    config.auth_info.impersonate = Some(DEPLOYER.into());
+    config.auth_info.impersonate_groups = Some(vec!["system:masters".into()]);
+    let err = Api::<ConfigMap>::namespaced(kube::Client::try_from(config).unwrap(), "team-b")
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status_of(err).2,
+        format!(
+            "groups \"system:masters\" is forbidden: User \"{CONTROLLER}\" cannot impersonate resource \"groups\" in API group \"\" at the cluster scope"
+        )
+    );
+    // An impersonated user is in the groups given with it.
+    let mut config = fake.config();
+    config.auth_info.impersonate = Some("dave".into());
+    config.auth_info.impersonate_groups = Some(vec!["system:serviceaccounts:team-a".into()]);
+    Api::<ConfigMap>::namespaced(kube::Client::try_from(config).unwrap(), "team-c")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert_eq!(fake.requests().last().unwrap().user, "dave");
+
     // The admin (no token) may impersonate anyone, and then has their rights.
     let mut config = fake.config();
     config.auth_info.impersonate = Some(DEPLOYER.into());
@@ -1774,6 +1798,12 @@ async fn namespace_lifecycle_blocks_and_cleans_up() {
         .await
         .unwrap_err();
     assert_eq!(status_of(err).0, 403);
+    let deps: Api<Deployment> = Api::namespaced(fake.client(), "apps");
+    let dep: Deployment = serde_json::from_value(json!({"metadata": {"name": "late"}})).unwrap();
+    assert_eq!(
+        status_of(deps.create(&PostParams::default(), &dep).await.unwrap_err()).2,
+        "deployments.apps \"late\" is forbidden: unable to create new content in namespace apps because it is being terminated"
+    );
 
     // Existing objects may still be updated; the last one gone takes the namespace.
     cms.patch(

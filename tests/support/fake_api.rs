@@ -1604,7 +1604,7 @@ impl Managed {
 }
 
 fn managed_of(obj: &Value) -> Vec<Managed> {
-    strings_or_objects(&obj["metadata"]["managedFields"])
+    entry_objects(&obj["metadata"]["managedFields"])
         .iter()
         .map(|e| {
             let mut fields = FieldSet::new();
@@ -1622,7 +1622,7 @@ fn managed_of(obj: &Value) -> Vec<Managed> {
         .collect()
 }
 
-fn strings_or_objects(v: &Value) -> Vec<Value> {
+fn entry_objects(v: &Value) -> Vec<Value> {
     v.as_array()
         .map(|a| a.iter().filter(|e| e.is_object()).cloned().collect())
         .unwrap_or_default()
@@ -1899,12 +1899,17 @@ fn error(code: u16, message: &str) -> Response {
     status_response(code, reason_for(code), message)
 }
 
-fn not_found(def: &ResourceDef, name: &str) -> Response {
-    let resource = if def.group.is_empty() {
+/// `plural` or `plural.group`, as Kubernetes names a resource in messages.
+fn qualified(def: &ResourceDef) -> String {
+    if def.group.is_empty() {
         def.plural.clone()
     } else {
         format!("{}.{}", def.plural, def.group)
-    };
+    }
+}
+
+fn not_found(def: &ResourceDef, name: &str) -> Response {
+    let resource = qualified(def);
     status_response(404, "NotFound", &format!("{resource} \"{name}\" not found"))
 }
 
@@ -2652,11 +2657,7 @@ fn do_create(
     };
     let key = object_key(def, ns, &name);
     if st.objects.contains_key(&key) {
-        let resource = if def.group.is_empty() {
-            def.plural.clone()
-        } else {
-            format!("{}.{}", def.plural, def.group)
-        };
+        let resource = qualified(def);
         return status_response(
             409,
             "AlreadyExists",
@@ -2675,7 +2676,7 @@ fn do_create(
                     "Forbidden",
                     &format!(
                         "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                        def.plural
+                        qualified(def)
                     ),
                 );
             }
