@@ -42,7 +42,9 @@ use git2::{
 };
 
 use super::archive::SafeWriter;
-use super::{Fetched, GitAuth, GitReference, Limits, SourceError, Workspace, redact_url};
+use super::{
+    Fetched, GitAuth, GitReference, Limits, SourceError, UrlKind, Workspace, check_url, redact_url,
+};
 
 /// The local ref a fetched commit is stored under in the scratch repository.
 const TARGET_REF: &str = "refs/krmsync/target";
@@ -62,7 +64,10 @@ const LS_REMOTE_REFSPEC: &str = "refs/krmsync/ls-remote-only";
 /// looked up (an error names it when absent). `DefaultBranch` is the
 /// remote's `HEAD`.
 ///
-/// URLs: `https://`, `http://`, `file://`. Auth: basic (username/password)
+/// URLs: `https://`; `http://` and `file://` only with
+/// [`Limits::allow_insecure`] (see the URL policy in the module docs of
+/// [`crate::source`]); the URL is checked before anything else is done.
+/// Auth: basic (username/password)
 /// or a bearer token (sent as an `Authorization: Bearer` header). For
 /// `ca_pem` see the module docs.
 pub fn fetch_git(
@@ -75,11 +80,7 @@ pub fn fetch_git(
 ) -> Result<Fetched, SourceError> {
     let shown = redact_url(url);
     let ctx = format!("fetching {shown} {reference}");
-    if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("file://")) {
-        return Err(SourceError::Git(format!(
-            "{ctx}: unsupported URL scheme (use https://, http:// or file://)"
-        )));
-    }
+    check_url(url, UrlKind::Git, limits).map_err(|e| SourceError::Git(format!("{ctx}: {e}")))?;
     let wanted_commit = match reference {
         GitReference::Commit(sha) => {
             let sha = sha.to_ascii_lowercase();
@@ -559,6 +560,7 @@ fn verify_with_ca(
 
 #[cfg(test)]
 mod tests {
+    use super::super::insecure_limits;
     use super::*;
     use git2::Signature;
     use std::fs;
@@ -615,7 +617,7 @@ mod tests {
     }
 
     fn fetch(f: &Fixture, r: &GitReference) -> Result<Fetched, SourceError> {
-        fetch_git(&f.ws, "apps_site", &f.url, r, None, &Limits::default())
+        fetch_git(&f.ws, "apps_site", &f.url, r, None, &insecure_limits())
     }
 
     fn read(dir: &Path, p: &str) -> String {
@@ -783,7 +785,7 @@ mod tests {
         );
         let limits = Limits {
             max_files: 2,
-            ..Limits::default()
+            ..insecure_limits()
         };
         let err = fetch_git(
             &f.ws,
@@ -807,7 +809,7 @@ mod tests {
         commit(&f, "refs/heads/main", &[("big.txt", noise.as_str())], "one");
         let limits = Limits {
             max_archive_bytes: 10_000,
-            ..Limits::default()
+            ..insecure_limits()
         };
         let err = fetch_git(
             &f.ws,
@@ -845,6 +847,67 @@ mod tests {
         );
     }
 
+    #[test]
+    fn insecure_urls_are_refused_unless_allowed() {
+        let f = fixture();
+        commit(
+            &f,
+            "refs/heads/main",
+            &[("kustomization.yaml", "v1")],
+            "one",
+        );
+        let secure = Limits::default();
+        for url in [
+            f.url.clone(),
+            "http://bot:s3cret@127.0.0.1:9/r.git".to_string(),
+        ] {
+            let err = fetch_git(
+                &f.ws,
+                "k",
+                &url,
+                &GitReference::DefaultBranch,
+                None,
+                &secure,
+            )
+            .unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, SourceError::Git(_)), "{msg}");
+            assert!(msg.contains(&redact_url(&url)), "{msg}");
+            assert!(!msg.contains("s3cret"), "{msg}");
+            assert!(msg.contains("--allow-insecure-sources"), "{msg}");
+        }
+        for url in [
+            "git://127.0.0.1:9/r.git".to_string(),
+            f.work.display().to_string(),
+        ] {
+            let err = fetch_git(
+                &f.ws,
+                "k",
+                &url,
+                &GitReference::DefaultBranch,
+                None,
+                &insecure_limits(),
+            )
+            .unwrap_err();
+            assert!(
+                err.to_string().contains("unsupported URL scheme"),
+                "{url}: {err}"
+            );
+        }
+        assert!(!f.ws.root().join("k").exists(), "nothing was fetched");
+        // Allowed by the operator: works.
+        let ok = fetch_git(
+            &f.ws,
+            "k",
+            &f.url,
+            &GitReference::DefaultBranch,
+            None,
+            &insecure_limits(),
+        )
+        .unwrap();
+        assert_eq!(read(&ok.dir, "kustomization.yaml"), "v1");
+    }
+
     /// Runs a blocking `fetch_git` against a wiremock server and returns the
     /// error and the Authorization headers the server saw.
     async fn fetch_against(
@@ -861,7 +924,7 @@ mod tests {
                 &url,
                 &GitReference::Branch("main".into()),
                 Some(&auth),
-                &Limits::default(),
+                &insecure_limits(),
             )
         })
         .await

@@ -3,7 +3,7 @@
 use sha2::{Digest, Sha256};
 
 use super::archive::unpack_named;
-use super::{Fetched, Limits, SourceError, Workspace, hex, redact_url};
+use super::{Fetched, Limits, SourceError, UrlKind, Workspace, check_url, hex, redact_url};
 
 /// Async: if `sha256:<expected>` is already in the workspace for `key`,
 /// returns it cached without any request. Otherwise GETs `url` with
@@ -12,6 +12,9 @@ use super::{Fetched, Limits, SourceError, Workspace, hex, redact_url};
 /// unpacked), then unpacks it (on a blocking thread) into the workspace.
 ///
 /// `expected_sha256` is 64 hex digits, optionally prefixed `sha256:`.
+///
+/// URLs: `https://`; `http://` only with [`Limits::allow_insecure`] (see
+/// the URL policy in the module docs of [`crate::source`]).
 pub async fn fetch_http(
     ws: &Workspace,
     key: &str,
@@ -21,6 +24,7 @@ pub async fn fetch_http(
     limits: &Limits,
 ) -> Result<Fetched, SourceError> {
     let shown = redact_url(url);
+    check_url(url, UrlKind::Http, limits).map_err(SourceError::Http)?;
     let expected = expected_sha256
         .trim()
         .strip_prefix("sha256:")
@@ -119,6 +123,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::insecure_limits;
     use super::*;
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -163,7 +168,7 @@ mod tests {
         let url = format!("{}/site.tar.gz", server.uri());
         let expected = sha(&data);
 
-        let first = fetch_http(&ws, "k", &client, &url, &expected, &Limits::default())
+        let first = fetch_http(&ws, "k", &client, &url, &expected, &insecure_limits())
             .await
             .unwrap();
         assert!(!first.cached);
@@ -180,7 +185,7 @@ mod tests {
             &client,
             &url,
             &format!("sha256:{}", expected.to_uppercase()),
-            &Limits::default(),
+            &insecure_limits(),
         )
         .await
         .unwrap();
@@ -207,7 +212,7 @@ mod tests {
             &reqwest::Client::new(),
             &url,
             &wrong,
-            &Limits::default(),
+            &insecure_limits(),
         )
         .await
         .unwrap_err();
@@ -247,7 +252,7 @@ mod tests {
             &reqwest::Client::new(),
             &url,
             &"00".repeat(32),
-            &Limits::default(),
+            &insecure_limits(),
         )
         .await
         .unwrap_err();
@@ -269,7 +274,7 @@ mod tests {
         let url = format!("{}/big.tar.gz", server.uri());
         let limits = Limits {
             max_archive_bytes: 1000,
-            ..Limits::default()
+            ..insecure_limits()
         };
         let err = fetch_http(&ws, "k", &reqwest::Client::new(), &url, &sha(&big), &limits)
             .await
@@ -277,6 +282,40 @@ mod tests {
         assert!(matches!(err, SourceError::Limit(_)), "{err}");
         assert!(err.to_string().contains(&url), "{err}");
         assert!(key_entries(&ws, "k").is_empty());
+    }
+
+    #[tokio::test]
+    async fn plain_http_is_refused_without_request_unless_allowed() {
+        let server = MockServer::start().await;
+        let data = sample_bundle();
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(data.clone()))
+            .mount(&server)
+            .await;
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path()).unwrap();
+        let url = format!(
+            "{}/site.tar.gz",
+            server.uri().replace("http://", "http://user:pw@")
+        );
+        let client = reqwest::Client::new();
+        let err = fetch_http(&ws, "k", &client, &url, &sha(&data), &Limits::default())
+            .await
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, SourceError::Http(_)), "{msg}");
+        assert!(
+            msg.contains(&redact_url(&url)) && !msg.contains("pw@"),
+            "{msg}"
+        );
+        assert!(msg.contains("--allow-insecure-sources"), "{msg}");
+        assert!(server.received_requests().await.unwrap().is_empty());
+        assert!(key_entries(&ws, "k").is_empty());
+
+        let ok = fetch_http(&ws, "k", &client, &url, &sha(&data), &insecure_limits())
+            .await
+            .unwrap();
+        assert!(ok.dir.join("cm.yaml").is_file());
     }
 
     #[tokio::test]
@@ -289,7 +328,7 @@ mod tests {
             &reqwest::Client::new(),
             "http://127.0.0.1:9/x.tar.gz",
             "sha256:xyz",
-            &Limits::default(),
+            &insecure_limits(),
         )
         .await
         .unwrap_err();

@@ -3,10 +3,9 @@
 //!
 //! Three kinds of source are supported:
 //!
-//! * [`fetch_git`]: a git repository over `https://`, `http://` or `file://`
-//!   (libgit2, blocking).
-//! * [`fetch_http`]: a `.tar.gz` artifact over HTTP(S), verified against an
-//!   expected sha256 before anything is unpacked (async).
+//! * [`fetch_git`]: a git repository over `https://` (libgit2, blocking).
+//! * [`fetch_http`]: a `.tar.gz` artifact over `https://`, verified against
+//!   an expected sha256 before anything is unpacked (async).
 //! * [`unpack_bundle`]: a `.tar.gz` held in the cluster (a ConfigMap or
 //!   Secret key), blocking.
 //!
@@ -20,6 +19,17 @@
 //! ([`archive::unpack_tar_gz`] and the git checkout), which refuses path
 //! escapes, writes through symlinks, symlinks leaving the tree, hard links and
 //! special files, and enforces [`Limits`].
+//!
+//! # URL policy
+//!
+//! Source URLs come from tenants. By default only `https://` is accepted:
+//! `file://` (and local paths) would let a tenant read the controller's own
+//! filesystem, and plain `http://` (or `git://`) lets it probe internal
+//! addresses without TLS. [`Limits::allow_insecure`] (the operator's
+//! `--allow-insecure-sources`) additionally accepts `http://` for both kinds
+//! and `file://` for git. Anything else (`ssh://`, `git://`, local paths,
+//! upper-case schemes) is always refused. Refusals are errors naming the URL
+//! with any credentials redacted.
 
 pub mod archive;
 pub mod git;
@@ -32,7 +42,8 @@ pub use http::fetch_http;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Limits on what one fetch may write.
+/// What one fetch may do: how much it may download and write, and which
+/// URLs it may use.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Maximum size of the downloaded archive (compressed bytes), or of the
@@ -42,6 +53,10 @@ pub struct Limits {
     pub max_unpacked_bytes: u64,
     /// Maximum number of entries written (directories, files and symlinks).
     pub max_files: usize,
+    /// Also accept `http://` URLs (git and HTTP artifacts) and `file://` git
+    /// URLs. Off by default: see the module docs ("URL policy"). Set by the
+    /// operator (`--allow-insecure-sources`), never by a tenant.
+    pub allow_insecure: bool,
 }
 
 impl Default for Limits {
@@ -50,6 +65,7 @@ impl Default for Limits {
             max_archive_bytes: 64 * 1024 * 1024,
             max_unpacked_bytes: 256 * 1024 * 1024,
             max_files: 20_000,
+            allow_insecure: false,
         }
     }
 }
@@ -130,6 +146,53 @@ pub enum SourceError {
     Limit(String),
     #[error("io: {0}")]
     Io(String),
+}
+
+/// Which kind of fetch a URL is for (they accept different schemes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UrlKind {
+    Git,
+    Http,
+}
+
+/// Applies the URL policy (module docs) to `url`. The error message names the
+/// URL (credentials redacted) and says what is accepted.
+pub(crate) fn check_url(url: &str, kind: UrlKind, limits: &Limits) -> Result<(), String> {
+    let shown = redact_url(url);
+    // Schemes are compared exactly (lower case): libgit2 and reqwest must
+    // see the same scheme this check saw.
+    let scheme = url.split_once("://").map(|(s, _)| s);
+    let insecure: &[&str] = match kind {
+        UrlKind::Git => &["http", "file"],
+        UrlKind::Http => &["http"],
+    };
+    match scheme {
+        Some("https") => Ok(()),
+        Some(s) if insecure.contains(&s) => {
+            if limits.allow_insecure {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{shown}: insecure source URL refused: only https:// is accepted \
+                     ({s}:// could read the controller's files or reach internal addresses); \
+                     an operator can allow it with --allow-insecure-sources"
+                ))
+            }
+        }
+        _ => {
+            let allowed = if limits.allow_insecure {
+                insecure
+                    .iter()
+                    .fold("https://".to_string(), |acc, s| format!("{acc}, {s}://"))
+            } else {
+                "https://".to_string()
+            };
+            Err(format!(
+                "{shown}: unsupported URL scheme (use {allowed}; local paths, ssh:// and git:// \
+                 are not supported)"
+            ))
+        }
+    }
 }
 
 /// Prefix of the temporary directories used while assembling a revision.
@@ -385,9 +448,60 @@ pub(crate) fn sha256_revision(data: &[u8]) -> String {
     format!("sha256:{}", hex(&sha2::Sha256::digest(data)))
 }
 
+/// [`Limits::default`] with `allow_insecure`, for tests against local
+/// `file://` repositories and `http://` mock servers.
+#[cfg(test)]
+pub(crate) fn insecure_limits() -> Limits {
+    Limits {
+        allow_insecure: true,
+        ..Limits::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_policy_accepts_only_https_by_default() {
+        let secure = Limits::default();
+        assert!(!secure.allow_insecure);
+        let insecure = insecure_limits();
+        for kind in [UrlKind::Git, UrlKind::Http] {
+            assert!(check_url("https://example.com/r", kind, &secure).is_ok());
+            let err = check_url("http://u:pw@10.0.0.1/r", kind, &secure).unwrap_err();
+            assert!(
+                err.contains("http://***@10.0.0.1/r")
+                    && !err.contains("pw")
+                    && err.contains("--allow-insecure-sources"),
+                "{err}"
+            );
+            assert!(check_url("http://10.0.0.1/r", kind, &insecure).is_ok());
+            for url in [
+                "git://10.0.0.1/r",
+                "ssh://example.com/r",
+                "/etc",
+                "../repo",
+                "HTTPS://example.com/r",
+            ] {
+                for l in [&secure, &insecure] {
+                    let err = check_url(url, kind, l).unwrap_err();
+                    assert!(
+                        err.contains(url) && err.contains("unsupported URL scheme"),
+                        "{err}"
+                    );
+                }
+            }
+        }
+        let err = check_url("file:///etc", UrlKind::Git, &secure).unwrap_err();
+        assert!(
+            err.contains("file:///etc") && err.contains("--allow-insecure-sources"),
+            "{err}"
+        );
+        assert!(check_url("file:///srv/repo", UrlKind::Git, &insecure).is_ok());
+        let err = check_url("file:///etc", UrlKind::Http, &insecure).unwrap_err();
+        assert!(err.contains("unsupported URL scheme"), "{err}");
+    }
 
     #[test]
     fn revision_dir_names_are_safe() {
