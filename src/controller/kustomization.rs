@@ -535,6 +535,7 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
     let ns = k.ns();
     let wkey = key(k);
     let limits = ctx.settings.limits;
+    let cancel = source::Cancel::new(Some(std::time::Instant::now() + timeout(k, ctx)));
     let src = &k.spec.source;
     if let Some(g) = &src.git {
         let mut auth: Option<GitAuth> = None;
@@ -578,7 +579,15 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
         let ws = ctx.workspace.clone();
         let url = g.url.clone();
         return tokio::task::spawn_blocking(move || {
-            source::fetch_git(&ws, &wkey, &url, &reference, auth.as_ref(), &limits)
+            source::fetch_git(
+                &ws,
+                &wkey,
+                &url,
+                &reference,
+                auth.as_ref(),
+                &limits,
+                &cancel,
+            )
         })
         .await
         .map_err(|e| Failure::Source(format!("git task: {e}")))?

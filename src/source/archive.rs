@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Fetched, Limits, SourceError, Workspace, io_err, sha256_revision};
+use super::{Cancel, Fetched, Limits, SourceError, Workspace, io_err, sha256_revision};
 
 /// Writes a tree below `root`, refusing anything that could escape it and
 /// enforcing [`Limits::max_files`] and [`Limits::max_unpacked_bytes`].
@@ -19,6 +19,9 @@ use super::{Fetched, Limits, SourceError, Workspace, io_err, sha256_revision};
 /// Paths are relative; `..`, absolute paths and writes through symlinks are
 /// refused; symlink targets must be relative and stay inside the tree.
 /// Files get mode 0644 (0755 when any execute bit was set), dirs 0755.
+/// With a [`Cancel`] ([`SafeWriter::with_cancel`]) every entry and every
+/// read of file content first checks it and stops with
+/// [`SourceError::Cancelled`].
 pub(crate) struct SafeWriter {
     root: PathBuf,
     limits: Limits,
@@ -26,6 +29,7 @@ pub(crate) struct SafeWriter {
     bytes: u64,
     /// Names the input in messages, e.g. "archive" or "git commit abc".
     origin: String,
+    cancel: Option<Cancel>,
 }
 
 impl SafeWriter {
@@ -57,7 +61,37 @@ impl SafeWriter {
             entries: 0,
             bytes: 0,
             origin: origin.to_string(),
+            cancel: None,
         })
+    }
+
+    /// Makes the writer stop once `cancel` is cancelled.
+    pub(crate) fn with_cancel(mut self, cancel: &Cancel) -> SafeWriter {
+        self.cancel = Some(cancel.clone());
+        self
+    }
+
+    /// Bytes the remaining `max_unpacked_bytes` budget still allows.
+    pub(crate) fn remaining_bytes(&self) -> u64 {
+        self.limits.max_unpacked_bytes.saturating_sub(self.bytes)
+    }
+
+    /// [`SourceError::Cancelled`] naming `entry` when the writer's
+    /// [`Cancel`] is cancelled.
+    pub(crate) fn check_cancel(&self, entry: &Path) -> Result<(), SourceError> {
+        match &self.cancel {
+            Some(c) if c.is_cancelled() => Err(self.cancelled(entry, c)),
+            _ => Ok(()),
+        }
+    }
+
+    fn cancelled(&self, entry: &Path, c: &Cancel) -> SourceError {
+        SourceError::Cancelled(format!(
+            "{}: stopped at entry '{}': {}",
+            self.origin,
+            entry.display(),
+            c.reason()
+        ))
     }
 
     /// Total bytes of file content written so far.
@@ -183,14 +217,20 @@ impl SafeWriter {
             .mode(mode)
             .open(&p)
             .map_err(|e| io_err(format!("creating {}", p.display()), e))?;
-        let remaining = self.limits.max_unpacked_bytes.saturating_sub(self.bytes);
-        let mut limited = content.take(remaining.saturating_add(1));
-        let written = io::copy(&mut limited, &mut f).map_err(|e| {
-            SourceError::Archive(format!(
+        let remaining = self.remaining_bytes();
+        let cancel = self.cancel.clone();
+        let mut checked = CancelReader {
+            inner: content,
+            cancel: cancel.as_ref(),
+        };
+        let mut limited = (&mut checked).take(remaining.saturating_add(1));
+        let written = io::copy(&mut limited, &mut f).map_err(|e| match &cancel {
+            Some(c) if c.is_cancelled() => self.cancelled(rel, c),
+            _ => SourceError::Archive(format!(
                 "{}: reading entry '{}': {e}",
                 self.origin,
                 rel.display()
-            ))
+            )),
         })?;
         if written > remaining {
             return Err(SourceError::Limit(format!(
@@ -214,6 +254,21 @@ impl SafeWriter {
         let p = self.prepare_leaf(rel)?;
         std::os::unix::fs::symlink(target, &p)
             .map_err(|e| io_err(format!("creating symlink {}", p.display()), e))
+    }
+}
+
+/// Fails reads once its [`Cancel`] (if any) is cancelled.
+struct CancelReader<'a, R: ?Sized> {
+    inner: &'a mut R,
+    cancel: Option<&'a Cancel>,
+}
+
+impl<R: Read + ?Sized> Read for CancelReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cancel.is_some_and(Cancel::is_cancelled) {
+            return Err(io::Error::other("cancelled"));
+        }
+        self.inner.read(buf)
     }
 }
 

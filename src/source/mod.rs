@@ -40,7 +40,9 @@ pub use git::fetch_git;
 pub use http::fetch_http;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// What one fetch may do: how much it may download and write, and which
 /// URLs it may use.
@@ -67,6 +69,147 @@ impl Default for Limits {
             max_files: 20_000,
             allow_insecure: false,
         }
+    }
+}
+
+/// Cancellation of one fetch: cancelled once [`Cancel::cancel`] is called
+/// (from any thread or task) or once its deadline has passed. Clones share
+/// the same state and are cheap (one `Arc`).
+///
+/// The fetchers check it between network reads (every libgit2 callback, the
+/// HTTP body stream), before every entry they write and while copying file
+/// contents, and stop with [`SourceError::Cancelled`]. A cancelled fetch
+/// never publishes its revision.
+#[derive(Clone, Debug)]
+pub struct Cancel {
+    inner: Arc<CancelInner>,
+}
+
+#[derive(Debug)]
+struct CancelInner {
+    cancelled: AtomicBool,
+    deadline: Option<Instant>,
+    notify: tokio::sync::Notify,
+}
+
+impl Cancel {
+    /// A token that is cancelled at `deadline` (never, when `None`) or when
+    /// [`Cancel::cancel`] is called.
+    pub fn new(deadline: Option<Instant>) -> Cancel {
+        Cancel {
+            inner: Arc::new(CancelInner {
+                cancelled: AtomicBool::new(false),
+                deadline,
+                notify: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    /// Cancels the fetch(es) using this token (and every clone of it).
+    pub fn cancel(&self) {
+        self.inner.cancelled.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    /// True after [`Cancel::cancel`] or once the deadline has passed.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::SeqCst)
+            || self.inner.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// The deadline given to [`Cancel::new`].
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+
+    /// Resolves once the token is cancelled (immediately when it already is).
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.notify.notified();
+            tokio::pin!(notified);
+            // Registers the waiter before the check, so a cancel() between
+            // the check and the await is not missed.
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            match self.inner.deadline {
+                Some(d) => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep_until(d.into()) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Time left until the deadline (zero once passed); `None` without one.
+    pub(crate) fn remaining(&self) -> Option<Duration> {
+        self.inner
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Why the token is cancelled, for messages.
+    pub(crate) fn reason(&self) -> &'static str {
+        if self.inner.cancelled.load(Ordering::SeqCst) {
+            "the fetch was cancelled"
+        } else {
+            "the fetch deadline passed"
+        }
+    }
+}
+
+impl Default for Cancel {
+    /// A token without deadline, cancelled only by [`Cancel::cancel`].
+    fn default() -> Self {
+        Cancel::new(None)
+    }
+}
+
+/// Decides, once, between the fetch publishing its revision and the caller
+/// giving up on it: a fetch whose caller has returned (or dropped its
+/// future) must not rename a revision into place afterwards, where it would
+/// race a later fetch of the same key.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Gate(Arc<AtomicU8>);
+
+const GATE_RUNNING: u8 = 0;
+const GATE_COMMITTING: u8 = 1;
+const GATE_ABANDONED: u8 = 2;
+
+impl Gate {
+    /// Called by the fetch before it publishes; false when the caller has
+    /// already given up (the fetch must then discard its work).
+    pub(crate) fn begin_commit(&self) -> bool {
+        self.0
+            .compare_exchange(
+                GATE_RUNNING,
+                GATE_COMMITTING,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+    }
+
+    /// Called by the caller giving up; false when the fetch is already
+    /// publishing (the caller should then wait for it, it is quick).
+    pub(crate) fn abandon(&self) -> bool {
+        self.0
+            .compare_exchange(
+                GATE_RUNNING,
+                GATE_ABANDONED,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+            || self.is_abandoned()
+    }
+
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == GATE_ABANDONED
     }
 }
 
@@ -146,6 +289,10 @@ pub enum SourceError {
     Limit(String),
     #[error("io: {0}")]
     Io(String),
+    /// The fetch was stopped by its [`Cancel`] (cancelled or past its
+    /// deadline); the message names the URL or origin.
+    #[error("cancelled: {0}")]
+    Cancelled(String),
 }
 
 /// Which kind of fetch a URL is for (they accept different schemes).
@@ -461,6 +608,62 @@ pub(crate) fn insecure_limits() -> Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cancel_is_shared_by_clones_and_follows_the_deadline() {
+        let c = Cancel::new(None);
+        let c2 = c.clone();
+        assert!(!c.is_cancelled() && !c2.is_cancelled());
+        assert_eq!(c.remaining(), None);
+        c2.cancel();
+        assert!(c.is_cancelled());
+        assert!(c.reason().contains("cancelled"));
+
+        let past = Cancel::new(Some(Instant::now()));
+        assert!(past.is_cancelled());
+        assert!(past.reason().contains("deadline"));
+        assert_eq!(past.remaining(), Some(Duration::ZERO));
+        let future = Cancel::new(Some(Instant::now() + Duration::from_secs(3600)));
+        assert!(!future.is_cancelled());
+        assert!(future.remaining().unwrap() > Duration::from_secs(3500));
+        assert!(!Cancel::default().is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn cancelled_resolves_on_cancel_and_at_the_deadline() {
+        let c = Cancel::new(None);
+        let waiter = tokio::spawn({
+            let c = c.clone();
+            async move { c.cancelled().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished());
+        c.cancel();
+        tokio::time::timeout(Duration::from_secs(2), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        c.cancelled().await;
+
+        let t0 = Instant::now();
+        let d = Cancel::new(Some(t0 + Duration::from_millis(200)));
+        tokio::time::timeout(Duration::from_secs(2), d.cancelled())
+            .await
+            .unwrap();
+        assert!(t0.elapsed() >= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn gate_lets_exactly_one_side_win() {
+        let g = Gate::default();
+        assert!(g.begin_commit());
+        assert!(!g.abandon(), "publishing already started");
+        let g = Gate::default();
+        assert!(g.abandon());
+        assert!(g.is_abandoned());
+        assert!(!g.begin_commit());
+        assert!(g.abandon(), "abandoning twice is fine");
+    }
 
     #[test]
     fn url_policy_accepts_only_https_by_default() {
