@@ -39,9 +39,10 @@ pub use archive::{create_bundle, unpack_bundle, unpack_tar_gz};
 pub use git::fetch_git;
 pub use http::fetch_http;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 /// What one fetch may do: how much it may download and write, and which
@@ -353,11 +354,25 @@ const TMP_PREFIX: &str = ".tmp-";
 /// revision dirs of the same key are removed. Unpacking goes to a temp dir
 /// inside `<root>/<key>/` and is renamed into place only when complete, so a
 /// half-written tree is never seen and a failed fetch leaves the previous
-/// revision intact. Fetches of the same key must not run concurrently
-/// (the controller reconciles one Kustomization at a time).
+/// revision intact.
+///
+/// Fetches of the same key must not run concurrently: callers hold
+/// [`Workspace::key_lock`] for the whole fetch and unpack. Clones share the
+/// locks.
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
+    locks: Arc<Locks>,
+}
+
+#[derive(Debug, Default)]
+struct Locks {
+    /// Per-key fetch locks, kept while anyone holds them.
+    keys: std::sync::Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// Serializes publishing revisions (renames and removal of old ones), so
+    /// that even a fetch whose caller stopped waiting mid-publish never
+    /// interleaves with another publish.
+    commit: std::sync::Mutex<()>,
 }
 
 impl Workspace {
@@ -378,7 +393,46 @@ impl Workspace {
                 }
             }
         }
-        Ok(Workspace { root })
+        Ok(Workspace {
+            root,
+            locks: Arc::default(),
+        })
+    }
+
+    /// The fetch lock of `key`: the same `Arc` for the same key (as long as
+    /// anyone holds it), shared by all clones of this workspace.
+    ///
+    /// A caller holds it for the whole fetch and unpack of `key`, so a later
+    /// fetch never races an earlier one on the same directory. A fetch that
+    /// runs on a blocking thread must take the guard with it (an owned guard
+    /// moved into the closure): then, when the caller stops waiting (e.g. on
+    /// a timeout), the lock is released only once the blocking work is over.
+    ///
+    /// ```
+    /// # async fn example(ws: krmsync::source::Workspace, data: Vec<u8>)
+    /// #     -> Result<(), Box<dyn std::error::Error>> {
+    /// use krmsync::source::{Limits, unpack_bundle};
+    /// let guard = ws.key_lock("apps_site").lock_owned().await;
+    /// let fetched = tokio::task::spawn_blocking(move || {
+    ///     let _guard = guard;
+    ///     unpack_bundle(&ws, "apps_site", "ConfigMap apps/site", &data, &Limits::default())
+    /// })
+    /// .await??;
+    /// # let _ = fetched; Ok(()) }
+    /// ```
+    pub fn key_lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut keys = self
+            .locks
+            .keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(lock) = keys.get(key).and_then(Weak::upgrade) {
+            return lock;
+        }
+        keys.retain(|_, w| w.strong_count() > 0);
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        keys.insert(key.to_string(), Arc::downgrade(&lock));
+        lock
     }
 
     /// The workspace root.
@@ -447,6 +501,7 @@ impl Workspace {
             dir,
             key_dir,
             done: false,
+            locks: self.locks.clone(),
         })
     }
 }
@@ -458,6 +513,7 @@ pub(crate) struct Staging {
     dir: PathBuf,
     key_dir: PathBuf,
     done: bool,
+    locks: Arc<Locks>,
 }
 
 impl Staging {
@@ -480,6 +536,8 @@ impl Staging {
         revision: &str,
         scratch: &[&str],
     ) -> Result<PathBuf, SourceError> {
+        let locks = self.locks.clone();
+        let _publishing = locks.commit.lock().unwrap_or_else(PoisonError::into_inner);
         for name in scratch {
             let p = self.dir.join(name);
             if p.symlink_metadata().is_ok() {
@@ -651,6 +709,52 @@ mod tests {
             .await
             .unwrap();
         assert!(t0.elapsed() >= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn key_lock_is_one_arc_per_key() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path()).unwrap();
+        let a = ws.key_lock("a");
+        let a2 = ws.clone().key_lock("a");
+        let b = ws.key_lock("b");
+        assert!(Arc::ptr_eq(&a, &a2));
+        assert!(!Arc::ptr_eq(&a, &b));
+        let held = a.try_lock().unwrap();
+        assert!(a2.try_lock().is_err());
+        assert!(ws.key_lock("a").try_lock().is_err());
+        assert!(b.try_lock().is_ok());
+        drop(held);
+        assert!(ws.key_lock("a").try_lock().is_ok());
+        // Entries nobody holds are dropped from the map.
+        drop((a, a2, b));
+        let _c = ws.key_lock("c");
+        assert_eq!(ws.locks.keys.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn key_lock_serializes_blocking_fetches_of_a_key() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path()).unwrap();
+        let inside = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let (ws, inside) = (ws.clone(), inside.clone());
+            tasks.push(tokio::spawn(async move {
+                let guard = ws.key_lock("k").lock_owned().await;
+                tokio::task::spawn_blocking(move || {
+                    let _guard = guard;
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two fetches at once");
+                    std::thread::sleep(Duration::from_millis(50));
+                    inside.store(false, Ordering::SeqCst);
+                })
+                .await
+                .unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
     }
 
     #[test]
