@@ -76,6 +76,23 @@ impl SafeWriter {
         self.limits.max_unpacked_bytes.saturating_sub(self.bytes)
     }
 
+    /// Refuses a file whose declared size (e.g. from a git object header)
+    /// does not fit in what remains of `max_unpacked_bytes`, before any of
+    /// it is read.
+    pub(crate) fn check_declared_size(&self, rel: &Path, size: u64) -> Result<(), SourceError> {
+        let remaining = self.remaining_bytes();
+        if size > remaining {
+            return Err(SourceError::Limit(format!(
+                "{}: entry '{}' holds {size} bytes, more than the {remaining} left of the \
+                 limit of {} unpacked bytes",
+                self.origin,
+                rel.display(),
+                self.limits.max_unpacked_bytes
+            )));
+        }
+        Ok(())
+    }
+
     /// [`SourceError::Cancelled`] naming `entry` when the writer's
     /// [`Cancel`] is cancelled.
     pub(crate) fn check_cancel(&self, entry: &Path) -> Result<(), SourceError> {

@@ -598,13 +598,26 @@ fn checkout(
         .find_commit(commit)
         .and_then(|c| c.tree())
         .map_err(|e| git_err(&format!("reading the tree of commit {commit}"), e))?;
+    let odb = repo
+        .odb()
+        .map_err(|e| git_err("opening the object database", e))?;
     let origin = format!("{ctx}: commit {commit}");
     let mut w = SafeWriter::new(dest, limits, &origin)?.with_cancel(cancel);
-    write_tree(repo, &tree, Path::new(""), &mut w, ctx)
+    write_tree(repo, &odb, &tree, Path::new(""), &mut w, ctx)
 }
 
+/// Longest symlink target accepted (Linux's `PATH_MAX`).
+const MAX_LINK_TARGET: usize = 4096;
+
+/// Writes `tree` below `rel`. Each blob's size is read from its object
+/// header and checked against what is left of `max_unpacked_bytes` before
+/// any of its content is inflated; content is then streamed into the writer
+/// (which caps it again). libgit2 can stream only loose objects: a packed
+/// blob (the usual case after a fetch) is inflated in memory, which the
+/// header check bounds by the remaining limit.
 fn write_tree(
     repo: &Repository,
+    odb: &git2::Odb<'_>,
     tree: &git2::Tree<'_>,
     rel: &Path,
     w: &mut SafeWriter,
@@ -637,15 +650,31 @@ fn write_tree(
                     .to_object(repo)
                     .and_then(|o| o.peel_to_tree())
                     .map_err(obj_err)?;
-                write_tree(repo, &sub, &path, w, ctx)?;
+                write_tree(repo, odb, &sub, &path, w, ctx)?;
             }
             Some(ObjectType::Blob) => {
-                let blob = repo.find_blob(entry.id()).map_err(obj_err)?;
+                let (size, _) = odb.read_header(entry.id()).map_err(obj_err)?;
                 if mode == 0o120000 {
+                    if size > MAX_LINK_TARGET {
+                        return Err(SourceError::Archive(format!(
+                            "{ctx}: tree entry '{}' refused: symlink target of {size} bytes \
+                             (at most {MAX_LINK_TARGET})",
+                            path.display()
+                        )));
+                    }
+                    let blob = repo.find_blob(entry.id()).map_err(obj_err)?;
                     let target = OsStr::from_bytes(blob.content());
                     w.symlink(&path, Path::new(target))?;
                 } else {
-                    w.file(&path, mode & 0o111 != 0, &mut blob.content())?;
+                    w.check_declared_size(&path, size as u64)?;
+                    let executable = mode & 0o111 != 0;
+                    match odb.reader(entry.id()) {
+                        Ok((mut stream, _, _)) => w.file(&path, executable, &mut stream)?,
+                        Err(_) => {
+                            let blob = repo.find_blob(entry.id()).map_err(obj_err)?;
+                            w.file(&path, executable, &mut blob.content())?;
+                        }
+                    }
                 }
             }
             Some(ObjectType::Commit) => {
@@ -1004,6 +1033,120 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, SourceError::Limit(_)), "{err}");
         assert!(err.to_string().contains("'c'"), "{err}");
+    }
+
+    /// Commits a tree of `(name, mode, content)` blobs built directly with
+    /// git2 (no work dir) on `refs/heads/main`.
+    fn commit_blobs(f: &Fixture, blobs: &[(&str, i32, &[u8])]) -> Oid {
+        let mut tb = f.repo.treebuilder(None).unwrap();
+        for (name, mode, content) in blobs {
+            let id = f.repo.blob(content).unwrap();
+            tb.insert(name, id, *mode).unwrap();
+        }
+        let tree = f.repo.find_tree(tb.write().unwrap()).unwrap();
+        let sig = Signature::now("t", "t@example.com").unwrap();
+        f.repo
+            .commit(Some("refs/heads/main"), &sig, &sig, "blobs", &tree, &[])
+            .unwrap()
+    }
+
+    #[test]
+    fn blob_over_the_unpacked_limit_is_refused_before_it_is_read() {
+        let f = fixture();
+        let zeros = vec![0u8; 64 << 20];
+        let c = commit_blobs(
+            &f,
+            &[
+                ("kustomization.yaml", 0o100644, b"ok"),
+                ("zeros.bin", 0o100644, &zeros),
+            ],
+        );
+        drop(zeros);
+        let limits = Limits {
+            max_unpacked_bytes: 1 << 20,
+            ..insecure_limits()
+        };
+        let check = |err: SourceError| {
+            let msg = err.to_string();
+            assert!(matches!(err, SourceError::Limit(_)), "{msg}");
+            assert!(
+                msg.contains("'zeros.bin'") && msg.contains("1048576"),
+                "names the file and the limit: {msg}"
+            );
+            assert!(msg.contains("67108864"), "names the blob's size: {msg}");
+        };
+        // Straight from the (loose) upstream objects: nothing of the blob is
+        // written.
+        let dest = f._tmp.path().join("out");
+        check(checkout(&f.repo, c, &dest, &limits, "fetching x", &Cancel::default()).unwrap_err());
+        assert!(!dest.join("zeros.bin").exists());
+        // Through a fetch (packed objects).
+        check(
+            fetch_git(
+                &f.ws,
+                "k",
+                &f.url,
+                &GitReference::DefaultBranch,
+                None,
+                &limits,
+                &Cancel::default(),
+            )
+            .unwrap_err(),
+        );
+    }
+
+    #[test]
+    fn blobs_are_written_whole_from_loose_and_packed_objects() {
+        let f = fixture();
+        let data: Vec<u8> = (0..(2u32 << 20)).map(|i| (i % 251) as u8).collect();
+        let c = commit_blobs(
+            &f,
+            &[
+                ("data.bin", 0o100755, &data),
+                ("link", 0o120000, b"data.bin"),
+            ],
+        );
+        let limits = Limits {
+            max_unpacked_bytes: data.len() as u64,
+            ..insecure_limits()
+        };
+        let dest = f._tmp.path().join("out");
+        checkout(&f.repo, c, &dest, &limits, "fetching x", &Cancel::default()).unwrap();
+        assert!(fs::read(dest.join("data.bin")).unwrap() == data);
+        let fetched = fetch_git(
+            &f.ws,
+            "k",
+            &f.url,
+            &GitReference::DefaultBranch,
+            None,
+            &limits,
+            &Cancel::default(),
+        )
+        .unwrap();
+        assert!(fs::read(fetched.dir.join("data.bin")).unwrap() == data);
+        assert_eq!(
+            fs::read_link(fetched.dir.join("link")).unwrap(),
+            PathBuf::from("data.bin")
+        );
+    }
+
+    #[test]
+    fn oversized_symlink_target_is_refused() {
+        let f = fixture();
+        let target = vec![b'a'; 1 << 20];
+        let c = commit_blobs(&f, &[("link", 0o120000, &target)]);
+        let dest = f._tmp.path().join("out");
+        let err = checkout(
+            &f.repo,
+            c,
+            &dest,
+            &insecure_limits(),
+            "fetching x",
+            &Cancel::default(),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("'link'") && msg.contains("1048576"), "{msg}");
     }
 
     #[test]
