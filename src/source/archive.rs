@@ -16,8 +16,10 @@ use super::{Cancel, Fetched, Limits, SourceError, Workspace, io_err, sha256_revi
 /// Writes a tree below `root`, refusing anything that could escape it and
 /// enforcing [`Limits::max_files`] and [`Limits::max_unpacked_bytes`].
 ///
-/// Paths are relative; `..`, absolute paths and writes through symlinks are
-/// refused; symlink targets must be relative and stay inside the tree.
+/// Paths are relative; `.` components are ignored (`./x` is `x`, a `./`
+/// directory entry is the root); `..`, absolute paths and writes through
+/// symlinks are refused; symlink targets must be relative and stay inside
+/// the tree.
 /// Files get mode 0644 (0755 when any execute bit was set), dirs 0755.
 /// With a [`Cancel`] ([`SafeWriter::with_cancel`]) every entry and every
 /// read of file content first checks it and stops with
@@ -211,8 +213,12 @@ impl SafeWriter {
         }
     }
 
-    /// A directory entry.
+    /// A directory entry. `./` or `.` (the root itself, as written by
+    /// `tar -C dir .`) is skipped.
     pub(crate) fn dir(&mut self, rel: &Path) -> Result<(), SourceError> {
+        if !rel.as_os_str().is_empty() && rel.components().all(|c| c == Component::CurDir) {
+            return Ok(());
+        }
         let comps = self.components(rel)?;
         self.ensure_dirs(rel, &comps)?;
         Ok(())
@@ -347,6 +353,9 @@ impl<R: Read> Read for CappedReader<R> {
 }
 
 /// Safely unpacks a `.tar.gz` into `dest` (must be empty or absent).
+///
+/// Ordinary tarballs are accepted: `tar czf app.tgz -C dir .` writes a `./`
+/// entry (skipped: it is `dest` itself) and `./x` entries (written as `x`).
 ///
 /// Refuses, with an error naming the entry: absolute paths, `..` components,
 /// entries that would be written through a symlink, symlinks whose target
@@ -718,6 +727,72 @@ mod tests {
             "l",
             "through a symlink",
         );
+    }
+
+    #[test]
+    fn accepts_dot_slash_entries_like_tar_dash_c_dir_dot() {
+        // What `tar czf app.tgz -C dir .` writes.
+        let data = tar_gz(&[
+            E::Dir("./"),
+            E::File("./kustomization.yaml", b"resources: [base]\n"),
+            E::Dir("./base/"),
+            E::File("./base/cm.yaml", b"kind: ConfigMap\n"),
+            E::Link("./link.yaml", "base/cm.yaml"),
+            E::Dir("."),
+        ]);
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        unpack_tar_gz(&data, &out, &Limits::default()).unwrap();
+        assert_eq!(
+            fs::read_to_string(out.join("base/cm.yaml")).unwrap(),
+            "kind: ConfigMap\n"
+        );
+        assert!(out.join("kustomization.yaml").is_file());
+        assert_eq!(
+            fs::read_link(out.join("link.yaml")).unwrap(),
+            PathBuf::from("base/cm.yaml")
+        );
+        let mode = fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "'./' does not change the root");
+
+        // `./` prefixes do not hide escapes.
+        assert_refused(&[E::Dir("./"), E::File("./../x", b"1")], "./../x", "'..'");
+        assert_refused(&[E::Link("./l", "../outside")], "./l", "leaves the tree");
+        assert_refused(&[E::File("./", b"1")], "./", "empty path");
+        assert_refused(&[E::Link(".", "x")], ".", "empty path");
+    }
+
+    #[test]
+    fn unpacks_a_tarball_made_by_tar() {
+        let Ok(status) = std::process::Command::new("tar").arg("--version").output() else {
+            eprintln!("tar is not on PATH; skipping");
+            return;
+        };
+        assert!(status.status.success());
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        sample_tree(&src);
+        fs::remove_dir_all(src.join(".git")).unwrap();
+        let tgz = tmp.path().join("app.tgz");
+        let out = std::process::Command::new("tar")
+            .arg("czf")
+            .arg(&tgz)
+            .arg("-C")
+            .arg(&src)
+            .arg(".")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let data = fs::read(&tgz).unwrap();
+        let dest = tmp.path().join("dest");
+        unpack_tar_gz(&data, &dest, &Limits::default()).unwrap();
+        assert_eq!(
+            fs::read_to_string(dest.join("overlays/prod/nested/deep/cm.yaml")).unwrap(),
+            "kind: ConfigMap\n"
+        );
+        let mode = |p: &str| fs::metadata(dest.join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("overlays/prod/run.sh"), 0o755);
+        assert_eq!(mode("kustomization.yaml"), 0o644);
     }
 
     #[test]
