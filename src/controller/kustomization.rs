@@ -594,9 +594,17 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
         .map_err(|e| Failure::Source(e.to_string()));
     }
     if let Some(h) = &src.http {
-        return source::fetch_http(&ctx.workspace, &wkey, &ctx.http, &h.url, &h.sha256, &limits)
-            .await
-            .map_err(|e| Failure::Source(e.to_string()));
+        return source::fetch_http(
+            &ctx.workspace,
+            &wkey,
+            &ctx.http,
+            &h.url,
+            &h.sha256,
+            &limits,
+            &cancel,
+        )
+        .await
+        .map_err(|e| Failure::Source(e.to_string()));
     }
     if let Some(b) = &src.bundle {
         let (origin, data) = if let Some(r) = &b.config_map_ref {

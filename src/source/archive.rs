@@ -375,14 +375,30 @@ pub(crate) fn unpack_named(
     limits: &Limits,
     origin: &str,
 ) -> Result<(), SourceError> {
-    if data.len() as u64 > limits.max_archive_bytes {
+    unpack_reader(data, data.len() as u64, dest, limits, origin, None)
+}
+
+/// [`unpack_tar_gz`] of a `.tar.gz` stream of `compressed_len` bytes (e.g. a
+/// downloaded file), stopping with [`SourceError::Cancelled`] once `cancel`
+/// is cancelled. `origin` names the input in messages.
+pub(crate) fn unpack_reader(
+    input: impl Read,
+    compressed_len: u64,
+    dest: &Path,
+    limits: &Limits,
+    origin: &str,
+    cancel: Option<&Cancel>,
+) -> Result<(), SourceError> {
+    if compressed_len > limits.max_archive_bytes {
         return Err(SourceError::Limit(format!(
-            "{origin}: {} compressed bytes exceed the limit of {} archive bytes",
-            data.len(),
+            "{origin}: {compressed_len} compressed bytes exceed the limit of {} archive bytes",
             limits.max_archive_bytes
         )));
     }
     let mut w = SafeWriter::new(dest, limits, origin)?;
+    if let Some(c) = cancel {
+        w = w.with_cancel(c);
+    }
     // Headers, padding and long-name records on top of the file contents.
     let cap = limits.max_unpacked_bytes.saturating_add(
         (limits.max_files as u64)
@@ -391,7 +407,7 @@ pub(crate) fn unpack_named(
     );
     let hit = Arc::new(AtomicBool::new(false));
     let reader = CappedReader {
-        inner: flate2::read::GzDecoder::new(data),
+        inner: flate2::read::GzDecoder::new(input),
         read: 0,
         cap,
         hit: hit.clone(),
@@ -416,6 +432,7 @@ pub(crate) fn unpack_named(
             .path()
             .map_err(|e| read_err(format!("reading the path of entry #{index}"), e))?
             .into_owned();
+        w.check_cancel(&path)?;
         let kind = entry.header().entry_type();
         match kind {
             tar::EntryType::Regular | tar::EntryType::Continuous => {
