@@ -29,7 +29,8 @@ pub(crate) struct SafeWriter {
     limits: Limits,
     entries: usize,
     bytes: u64,
-    /// Names the input in messages, e.g. "archive" or "git commit abc".
+    /// Names the input in messages, e.g. "archive", a URL, or
+    /// "fetching <url> branch 'main': commit abc".
     origin: String,
     cancel: Option<Cancel>,
 }

@@ -11,8 +11,13 @@
 //! 3. Otherwise fetch the ref with depth 1; when libgit2 refuses shallow
 //!    fetches (the local `file://` transport does), fetch in full.
 //! 4. Write the commit's tree through [`SafeWriter`] (no `.git`, same safety
-//!    checks and limits as archives; submodules are skipped), drop the
+//!    checks and limits as archives; submodules are skipped; each blob's
+//!    size is checked from its object header before it is read), drop the
 //!    repository and rename the staging dir into place.
+//!
+//! All of this runs on a thread of its own so that [`fetch_git`] can return
+//! as soon as its [`Cancel`] fires, even while libgit2 is blocked in a
+//! socket read (see "Timeouts and cancellation" on [`fetch_git`]).
 //!
 //! # TLS trust (`GitAuth::ca_pem`)
 //!
@@ -188,7 +193,7 @@ pub fn fetch_git(
             let gate = job.gate.clone();
             let res = job.run();
             if gate.is_abandoned() {
-                ABANDONED.fetch_sub(1, Ordering::Relaxed);
+                ABANDONED.fetch_sub(1, Ordering::SeqCst);
             }
             let _ = tx.send(res);
         })
@@ -202,8 +207,11 @@ pub fn fetch_git(
                 )));
             }
             Err(RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
+                // Counted before the gate flips, so the thread's decrement
+                // (once it sees the gate abandoned) always comes after.
+                ABANDONED.fetch_add(1, Ordering::SeqCst);
                 if gate.abandon() {
-                    let n = ABANDONED.fetch_add(1, Ordering::Relaxed) + 1;
+                    let n = ABANDONED.load(Ordering::SeqCst);
                     tracing::debug!(
                         key,
                         url = %shown,
@@ -215,6 +223,7 @@ pub fn fetch_git(
                         cancel.reason()
                     )));
                 }
+                ABANDONED.fetch_sub(1, Ordering::SeqCst);
                 // The revision is being published: that is quick, wait.
                 return rx.recv().unwrap_or_else(|_| {
                     Err(SourceError::Git(format!(

@@ -20,6 +20,27 @@
 //! escapes, writes through symlinks, symlinks leaving the tree, hard links and
 //! special files, and enforces [`Limits`].
 //!
+//! # Cancellation, timeouts and concurrency
+//!
+//! [`fetch_git`] and [`fetch_http`] take a [`Cancel`] (a deadline and/or an
+//! explicit `cancel()`); a cancelled fetch returns
+//! [`SourceError::Cancelled`] promptly and never publishes its revision,
+//! even if work it started on another thread is still winding down. libgit2
+//! gets process-wide connect (30 s) and socket I/O (60 s) timeouts; an HTTP
+//! request gets the token's deadline as its total timeout.
+//!
+//! Two fetches of the same key must not overlap: callers hold
+//! [`Workspace::key_lock`] for the whole fetch and unpack (moving the owned
+//! guard into `spawn_blocking` when the fetch runs there).
+//!
+//! # Size limits
+//!
+//! [`Limits`] bound the download (`max_archive_bytes`: HTTP bodies, which
+//! are streamed to a file in the staging dir and never held in memory, and
+//! git pack data) and what is written (`max_unpacked_bytes`,
+//! `max_files`). Git blobs are checked against the remaining
+//! `max_unpacked_bytes` from their object header before they are read.
+//!
 //! # URL policy
 //!
 //! Source URLs come from tenants. By default only `https://` is accepted:
@@ -441,7 +462,8 @@ impl Workspace {
     }
 
     /// Removes everything stored for `key` (used when a Kustomization is
-    /// deleted). Removing an absent key is not an error.
+    /// deleted). Removing an absent key is not an error. Hold
+    /// [`Workspace::key_lock`] while calling it, like for a fetch.
     pub fn remove(&self, key: &str) -> std::io::Result<()> {
         let dir = self
             .key_dir(key)
