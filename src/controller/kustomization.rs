@@ -535,6 +535,7 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
     let ns = k.ns();
     let wkey = key(k);
     let limits = ctx.settings.limits;
+    let cancel = source::Cancel::new(Some(std::time::Instant::now() + timeout(k, ctx)));
     let src = &k.spec.source;
     if let Some(g) = &src.git {
         let mut auth: Option<GitAuth> = None;
@@ -578,16 +579,32 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
         let ws = ctx.workspace.clone();
         let url = g.url.clone();
         return tokio::task::spawn_blocking(move || {
-            source::fetch_git(&ws, &wkey, &url, &reference, auth.as_ref(), &limits)
+            source::fetch_git(
+                &ws,
+                &wkey,
+                &url,
+                &reference,
+                auth.as_ref(),
+                &limits,
+                &cancel,
+            )
         })
         .await
         .map_err(|e| Failure::Source(format!("git task: {e}")))?
         .map_err(|e| Failure::Source(e.to_string()));
     }
     if let Some(h) = &src.http {
-        return source::fetch_http(&ctx.workspace, &wkey, &ctx.http, &h.url, &h.sha256, &limits)
-            .await
-            .map_err(|e| Failure::Source(e.to_string()));
+        return source::fetch_http(
+            &ctx.workspace,
+            &wkey,
+            &ctx.http,
+            &h.url,
+            &h.sha256,
+            &limits,
+            &cancel,
+        )
+        .await
+        .map_err(|e| Failure::Source(e.to_string()));
     }
     if let Some(b) = &src.bundle {
         let (origin, data) = if let Some(r) = &b.config_map_ref {

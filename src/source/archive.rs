@@ -11,21 +11,28 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Fetched, Limits, SourceError, Workspace, io_err, sha256_revision};
+use super::{Cancel, Fetched, Limits, SourceError, Workspace, io_err, sha256_revision};
 
 /// Writes a tree below `root`, refusing anything that could escape it and
 /// enforcing [`Limits::max_files`] and [`Limits::max_unpacked_bytes`].
 ///
-/// Paths are relative; `..`, absolute paths and writes through symlinks are
-/// refused; symlink targets must be relative and stay inside the tree.
+/// Paths are relative; `.` components are ignored (`./x` is `x`, a `./`
+/// directory entry is the root); `..`, absolute paths and writes through
+/// symlinks are refused; symlink targets must be relative and stay inside
+/// the tree.
 /// Files get mode 0644 (0755 when any execute bit was set), dirs 0755.
+/// With a [`Cancel`] ([`SafeWriter::with_cancel`]) every entry and every
+/// read of file content first checks it and stops with
+/// [`SourceError::Cancelled`].
 pub(crate) struct SafeWriter {
     root: PathBuf,
     limits: Limits,
     entries: usize,
     bytes: u64,
-    /// Names the input in messages, e.g. "archive" or "git commit abc".
+    /// Names the input in messages, e.g. "archive", a URL, or
+    /// "fetching <url> branch 'main': commit abc".
     origin: String,
+    cancel: Option<Cancel>,
 }
 
 impl SafeWriter {
@@ -57,7 +64,54 @@ impl SafeWriter {
             entries: 0,
             bytes: 0,
             origin: origin.to_string(),
+            cancel: None,
         })
+    }
+
+    /// Makes the writer stop once `cancel` is cancelled.
+    pub(crate) fn with_cancel(mut self, cancel: &Cancel) -> SafeWriter {
+        self.cancel = Some(cancel.clone());
+        self
+    }
+
+    /// Bytes the remaining `max_unpacked_bytes` budget still allows.
+    pub(crate) fn remaining_bytes(&self) -> u64 {
+        self.limits.max_unpacked_bytes.saturating_sub(self.bytes)
+    }
+
+    /// Refuses a file whose declared size (e.g. from a git object header)
+    /// does not fit in what remains of `max_unpacked_bytes`, before any of
+    /// it is read.
+    pub(crate) fn check_declared_size(&self, rel: &Path, size: u64) -> Result<(), SourceError> {
+        let remaining = self.remaining_bytes();
+        if size > remaining {
+            return Err(SourceError::Limit(format!(
+                "{}: entry '{}' holds {size} bytes, more than the {remaining} left of the \
+                 limit of {} unpacked bytes",
+                self.origin,
+                rel.display(),
+                self.limits.max_unpacked_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`SourceError::Cancelled`] naming `entry` when the writer's
+    /// [`Cancel`] is cancelled.
+    pub(crate) fn check_cancel(&self, entry: &Path) -> Result<(), SourceError> {
+        match &self.cancel {
+            Some(c) if c.is_cancelled() => Err(self.cancelled(entry, c)),
+            _ => Ok(()),
+        }
+    }
+
+    fn cancelled(&self, entry: &Path, c: &Cancel) -> SourceError {
+        SourceError::Cancelled(format!(
+            "{}: stopped at entry '{}': {}",
+            self.origin,
+            entry.display(),
+            c.reason()
+        ))
     }
 
     /// Total bytes of file content written so far.
@@ -160,8 +214,12 @@ impl SafeWriter {
         }
     }
 
-    /// A directory entry.
+    /// A directory entry. `./` or `.` (the root itself, as written by
+    /// `tar -C dir .`) is skipped.
     pub(crate) fn dir(&mut self, rel: &Path) -> Result<(), SourceError> {
+        if !rel.as_os_str().is_empty() && rel.components().all(|c| c == Component::CurDir) {
+            return Ok(());
+        }
         let comps = self.components(rel)?;
         self.ensure_dirs(rel, &comps)?;
         Ok(())
@@ -183,14 +241,20 @@ impl SafeWriter {
             .mode(mode)
             .open(&p)
             .map_err(|e| io_err(format!("creating {}", p.display()), e))?;
-        let remaining = self.limits.max_unpacked_bytes.saturating_sub(self.bytes);
-        let mut limited = content.take(remaining.saturating_add(1));
-        let written = io::copy(&mut limited, &mut f).map_err(|e| {
-            SourceError::Archive(format!(
+        let remaining = self.remaining_bytes();
+        let cancel = self.cancel.clone();
+        let mut checked = CancelReader {
+            inner: content,
+            cancel: cancel.as_ref(),
+        };
+        let mut limited = (&mut checked).take(remaining.saturating_add(1));
+        let written = io::copy(&mut limited, &mut f).map_err(|e| match &cancel {
+            Some(c) if c.is_cancelled() => self.cancelled(rel, c),
+            _ => SourceError::Archive(format!(
                 "{}: reading entry '{}': {e}",
                 self.origin,
                 rel.display()
-            ))
+            )),
         })?;
         if written > remaining {
             return Err(SourceError::Limit(format!(
@@ -214,6 +278,21 @@ impl SafeWriter {
         let p = self.prepare_leaf(rel)?;
         std::os::unix::fs::symlink(target, &p)
             .map_err(|e| io_err(format!("creating symlink {}", p.display()), e))
+    }
+}
+
+/// Fails reads once its [`Cancel`] (if any) is cancelled.
+struct CancelReader<'a, R: ?Sized> {
+    inner: &'a mut R,
+    cancel: Option<&'a Cancel>,
+}
+
+impl<R: Read + ?Sized> Read for CancelReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cancel.is_some_and(Cancel::is_cancelled) {
+            return Err(io::Error::other("cancelled"));
+        }
+        self.inner.read(buf)
     }
 }
 
@@ -276,6 +355,9 @@ impl<R: Read> Read for CappedReader<R> {
 
 /// Safely unpacks a `.tar.gz` into `dest` (must be empty or absent).
 ///
+/// Ordinary tarballs are accepted: `tar czf app.tgz -C dir .` writes a `./`
+/// entry (skipped: it is `dest` itself) and `./x` entries (written as `x`).
+///
 /// Refuses, with an error naming the entry: absolute paths, `..` components,
 /// entries that would be written through a symlink, symlinks whose target
 /// leaves the tree or is absolute, hard links, device/fifo and other special
@@ -294,14 +376,30 @@ pub(crate) fn unpack_named(
     limits: &Limits,
     origin: &str,
 ) -> Result<(), SourceError> {
-    if data.len() as u64 > limits.max_archive_bytes {
+    unpack_reader(data, data.len() as u64, dest, limits, origin, None)
+}
+
+/// [`unpack_tar_gz`] of a `.tar.gz` stream of `compressed_len` bytes (e.g. a
+/// downloaded file), stopping with [`SourceError::Cancelled`] once `cancel`
+/// is cancelled. `origin` names the input in messages.
+pub(crate) fn unpack_reader(
+    input: impl Read,
+    compressed_len: u64,
+    dest: &Path,
+    limits: &Limits,
+    origin: &str,
+    cancel: Option<&Cancel>,
+) -> Result<(), SourceError> {
+    if compressed_len > limits.max_archive_bytes {
         return Err(SourceError::Limit(format!(
-            "{origin}: {} compressed bytes exceed the limit of {} archive bytes",
-            data.len(),
+            "{origin}: {compressed_len} compressed bytes exceed the limit of {} archive bytes",
             limits.max_archive_bytes
         )));
     }
     let mut w = SafeWriter::new(dest, limits, origin)?;
+    if let Some(c) = cancel {
+        w = w.with_cancel(c);
+    }
     // Headers, padding and long-name records on top of the file contents.
     let cap = limits.max_unpacked_bytes.saturating_add(
         (limits.max_files as u64)
@@ -310,7 +408,7 @@ pub(crate) fn unpack_named(
     );
     let hit = Arc::new(AtomicBool::new(false));
     let reader = CappedReader {
-        inner: flate2::read::GzDecoder::new(data),
+        inner: flate2::read::GzDecoder::new(input),
         read: 0,
         cap,
         hit: hit.clone(),
@@ -335,6 +433,7 @@ pub(crate) fn unpack_named(
             .path()
             .map_err(|e| read_err(format!("reading the path of entry #{index}"), e))?
             .into_owned();
+        w.check_cancel(&path)?;
         let kind = entry.header().entry_type();
         match kind {
             tar::EntryType::Regular | tar::EntryType::Continuous => {
@@ -646,6 +745,72 @@ mod tests {
             "l",
             "through a symlink",
         );
+    }
+
+    #[test]
+    fn accepts_dot_slash_entries_like_tar_dash_c_dir_dot() {
+        // What `tar czf app.tgz -C dir .` writes.
+        let data = tar_gz(&[
+            E::Dir("./"),
+            E::File("./kustomization.yaml", b"resources: [base]\n"),
+            E::Dir("./base/"),
+            E::File("./base/cm.yaml", b"kind: ConfigMap\n"),
+            E::Link("./link.yaml", "base/cm.yaml"),
+            E::Dir("."),
+        ]);
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        unpack_tar_gz(&data, &out, &Limits::default()).unwrap();
+        assert_eq!(
+            fs::read_to_string(out.join("base/cm.yaml")).unwrap(),
+            "kind: ConfigMap\n"
+        );
+        assert!(out.join("kustomization.yaml").is_file());
+        assert_eq!(
+            fs::read_link(out.join("link.yaml")).unwrap(),
+            PathBuf::from("base/cm.yaml")
+        );
+        let mode = fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "'./' does not change the root");
+
+        // `./` prefixes do not hide escapes.
+        assert_refused(&[E::Dir("./"), E::File("./../x", b"1")], "./../x", "'..'");
+        assert_refused(&[E::Link("./l", "../outside")], "./l", "leaves the tree");
+        assert_refused(&[E::File("./", b"1")], "./", "empty path");
+        assert_refused(&[E::Link(".", "x")], ".", "empty path");
+    }
+
+    #[test]
+    fn unpacks_a_tarball_made_by_tar() {
+        let Ok(status) = std::process::Command::new("tar").arg("--version").output() else {
+            eprintln!("tar is not on PATH; skipping");
+            return;
+        };
+        assert!(status.status.success());
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        sample_tree(&src);
+        fs::remove_dir_all(src.join(".git")).unwrap();
+        let tgz = tmp.path().join("app.tgz");
+        let out = std::process::Command::new("tar")
+            .arg("czf")
+            .arg(&tgz)
+            .arg("-C")
+            .arg(&src)
+            .arg(".")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let data = fs::read(&tgz).unwrap();
+        let dest = tmp.path().join("dest");
+        unpack_tar_gz(&data, &dest, &Limits::default()).unwrap();
+        assert_eq!(
+            fs::read_to_string(dest.join("overlays/prod/nested/deep/cm.yaml")).unwrap(),
+            "kind: ConfigMap\n"
+        );
+        let mode = |p: &str| fs::metadata(dest.join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("overlays/prod/run.sh"), 0o755);
+        assert_eq!(mode("kustomization.yaml"), 0o644);
     }
 
     #[test]

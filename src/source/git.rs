@@ -11,8 +11,13 @@
 //! 3. Otherwise fetch the ref with depth 1; when libgit2 refuses shallow
 //!    fetches (the local `file://` transport does), fetch in full.
 //! 4. Write the commit's tree through [`SafeWriter`] (no `.git`, same safety
-//!    checks and limits as archives; submodules are skipped), drop the
+//!    checks and limits as archives; submodules are skipped; each blob's
+//!    size is checked from its object header before it is read), drop the
 //!    repository and rename the staging dir into place.
+//!
+//! All of this runs on a thread of its own so that [`fetch_git`] can return
+//! as soon as its [`Cancel`] fires, even while libgit2 is blocked in a
+//! socket read (see "Timeouts and cancellation" on [`fetch_git`]).
 //!
 //! # TLS trust (`GitAuth::ca_pem`)
 //!
@@ -35,6 +40,10 @@ use std::cell::{Cell, RefCell};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Once;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
 
 use git2::{
     AutotagOption, CertificateCheckStatus, Cred, CredentialType, FetchOptions, ObjectType, Oid,
@@ -42,12 +51,53 @@ use git2::{
 };
 
 use super::archive::SafeWriter;
-use super::{Fetched, GitAuth, GitReference, Limits, SourceError, Workspace, redact_url};
+use super::{
+    Cancel, Fetched, Gate, GitAuth, GitReference, Limits, SourceError, UrlKind, Workspace,
+    check_url, redact_url,
+};
 
 /// The local ref a fetched commit is stored under in the scratch repository.
 const TARGET_REF: &str = "refs/krmsync/target";
 /// A refspec matching no remote ref: makes `download` list refs only.
 const LS_REMOTE_REFSPEC: &str = "refs/krmsync/ls-remote-only";
+
+/// libgit2's connect timeout (see [`set_git_network_timeouts`]).
+const GIT_CONNECT_TIMEOUT_MS: i32 = 30_000;
+/// libgit2's timeout of one socket read or write (see
+/// [`set_git_network_timeouts`]).
+const GIT_IO_TIMEOUT_MS: i32 = 60_000;
+/// How often the calling thread looks at its [`Cancel`] while the fetch
+/// thread works.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Fetch threads whose caller gave up (cancelled) and that are still inside
+/// libgit2; they stop at libgit2's next callback or socket timeout.
+static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+
+/// Gives libgit2 network timeouts, once per process: without them a server
+/// that accepts a connection and never answers blocks a fetch forever.
+/// Connects time out after 30 s, and every socket read or write after 60 s
+/// without progress (these apply to every libgit2 socket in the process).
+fn set_git_network_timeouts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: these git2 setters are `unsafe` because they write
+        // libgit2's process-global `int`s (read when a socket stream is
+        // created) without synchronization. `Once` makes this the only
+        // write, and it happens before any libgit2 socket of this process
+        // exists: every git network access in krmsync goes through
+        // `fetch_git`, which calls this function (and so waits for this
+        // closure to finish) before it starts one. Nothing else in the
+        // process reads or writes these options.
+        let res = unsafe {
+            git2::opts::set_server_connect_timeout_in_milliseconds(GIT_CONNECT_TIMEOUT_MS)
+                .and_then(|()| git2::opts::set_server_timeout_in_milliseconds(GIT_IO_TIMEOUT_MS))
+        };
+        if let Err(e) = res {
+            tracing::warn!(error = %e, "setting libgit2 network timeouts");
+        }
+    });
+}
 
 /// Blocking (libgit2): resolves `reference` on the remote (an ls-remote style
 /// lookup first); if that commit is already in the workspace returns it with
@@ -62,9 +112,27 @@ const LS_REMOTE_REFSPEC: &str = "refs/krmsync/ls-remote-only";
 /// looked up (an error names it when absent). `DefaultBranch` is the
 /// remote's `HEAD`.
 ///
-/// URLs: `https://`, `http://`, `file://`. Auth: basic (username/password)
-/// or a bearer token (sent as an `Authorization: Bearer` header). For
-/// `ca_pem` see the module docs.
+/// URLs: `https://`; `http://` and `file://` only with
+/// [`Limits::allow_insecure`] (see the URL policy in the module docs of
+/// [`crate::source`]); the URL is checked before anything else is done.
+/// Auth: basic (username/password) or a bearer token (sent as an
+/// `Authorization: Bearer` header). For `ca_pem` see the module docs.
+///
+/// # Timeouts and cancellation
+///
+/// libgit2 connects time out after 30 s and socket reads/writes after 60 s
+/// without progress (process-wide settings made on the first call). The
+/// libgit2 work runs on its own thread; this function returns
+/// [`SourceError::Cancelled`] (naming the URL) within about 50 ms of
+/// `cancel` being cancelled (or its deadline passing), even while libgit2
+/// is blocked in a socket read. Every libgit2 callback (credentials,
+/// certificate check, transfer and sideband progress, ref updates) and the
+/// tree-writing loop check `cancel` too, so the abandoned thread stops at
+/// the next of them or at the socket timeout, and it never publishes a
+/// revision once this function has returned.
+///
+/// Callers must not run two fetches of the same `key` at once: hold
+/// [`Workspace::key_lock`] for the call.
 pub fn fetch_git(
     ws: &Workspace,
     key: &str,
@@ -72,14 +140,11 @@ pub fn fetch_git(
     reference: &GitReference,
     auth: Option<&GitAuth>,
     limits: &Limits,
+    cancel: &Cancel,
 ) -> Result<Fetched, SourceError> {
     let shown = redact_url(url);
     let ctx = format!("fetching {shown} {reference}");
-    if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("file://")) {
-        return Err(SourceError::Git(format!(
-            "{ctx}: unsupported URL scheme (use https://, http:// or file://)"
-        )));
-    }
+    check_url(url, UrlKind::Git, limits).map_err(|e| SourceError::Git(format!("{ctx}: {e}")))?;
     let wanted_commit = match reference {
         GitReference::Commit(sha) => {
             let sha = sha.to_ascii_lowercase();
@@ -100,47 +165,155 @@ pub fn fetch_git(
         }
         _ => None,
     };
+    if cancel.is_cancelled() {
+        return Err(SourceError::Cancelled(format!(
+            "{ctx}: {} before it started",
+            cancel.reason()
+        )));
+    }
+    set_git_network_timeouts();
 
-    let staging = ws.staging(key)?;
-    let repo_dir = staging.path().join("repo");
-    let tree_dir = staging.tree();
-    let session = Session::new(url, auth, limits, &ctx)?;
-    let revision = {
-        let repo = Repository::init_bare(&repo_dir)
-            .map_err(|e| SourceError::Git(format!("{ctx}: creating scratch repository: {e}")))?;
-        let commit = match wanted_commit {
-            Some(sha) => session.fetch_commit(&repo, &sha)?,
-            None => {
-                let (refname, listed) = session.ls_remote(&repo, reference)?;
-                if let Some(dir) = ws.lookup(key, &listed.to_string())? {
-                    tracing::debug!(key, url = %shown, %reference, revision = %listed, "git revision unchanged");
-                    return Ok(Fetched {
-                        revision: listed.to_string(),
-                        dir,
-                        cached: true,
-                    });
-                }
-                session.fetch_ref(&repo, &refname)?
-            }
-        };
-        let revision = commit.to_string();
-        if let Some(dir) = ws.lookup(key, &revision)? {
-            return Ok(Fetched {
-                revision,
-                dir,
-                cached: true,
-            });
-        }
-        checkout(&repo, commit, &tree_dir, limits, &ctx)?;
-        revision
+    let job = Job {
+        ws: ws.clone(),
+        key: key.to_string(),
+        url: url.to_string(),
+        reference: reference.clone(),
+        auth: auth.cloned(),
+        limits: *limits,
+        cancel: cancel.clone(),
+        gate: Gate::default(),
+        ctx: ctx.clone(),
+        wanted_commit,
     };
-    let dir = staging.commit(&revision, &["repo"])?;
-    tracing::info!(key, url = %shown, %reference, revision, "fetched git revision");
-    Ok(Fetched {
-        revision,
-        dir,
-        cached: false,
-    })
+    let gate = job.gate.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("krmsync-git-fetch".into())
+        .spawn(move || {
+            let gate = job.gate.clone();
+            let res = job.run();
+            if gate.is_abandoned() {
+                ABANDONED.fetch_sub(1, Ordering::SeqCst);
+            }
+            let _ = tx.send(res);
+        })
+        .map_err(|e| SourceError::Io(format!("{ctx}: starting the fetch thread: {e}")))?;
+    loop {
+        match rx.recv_timeout(CANCEL_POLL) {
+            Ok(res) => return res,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(SourceError::Git(format!(
+                    "{ctx}: the fetch thread panicked"
+                )));
+            }
+            Err(RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
+                // Counted before the gate flips, so the thread's decrement
+                // (once it sees the gate abandoned) always comes after.
+                ABANDONED.fetch_add(1, Ordering::SeqCst);
+                if gate.abandon() {
+                    let n = ABANDONED.load(Ordering::SeqCst);
+                    tracing::debug!(
+                        key,
+                        url = %shown,
+                        abandoned_threads = n,
+                        "git fetch cancelled; its thread stops at libgit2's next callback or socket timeout"
+                    );
+                    return Err(SourceError::Cancelled(format!(
+                        "{ctx}: {}",
+                        cancel.reason()
+                    )));
+                }
+                ABANDONED.fetch_sub(1, Ordering::SeqCst);
+                // The revision is being published: that is quick, wait.
+                return rx.recv().unwrap_or_else(|_| {
+                    Err(SourceError::Git(format!(
+                        "{ctx}: the fetch thread panicked"
+                    )))
+                });
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// Everything the fetch thread owns.
+struct Job {
+    ws: Workspace,
+    key: String,
+    url: String,
+    reference: GitReference,
+    auth: Option<GitAuth>,
+    limits: Limits,
+    cancel: Cancel,
+    gate: Gate,
+    ctx: String,
+    wanted_commit: Option<String>,
+}
+
+impl Job {
+    fn run(self) -> Result<Fetched, SourceError> {
+        let Job {
+            ws,
+            key,
+            url,
+            reference,
+            auth,
+            limits,
+            cancel,
+            gate,
+            ctx,
+            wanted_commit,
+        } = self;
+        let (key, url, ctx) = (key.as_str(), url.as_str(), ctx.as_str());
+        let shown = redact_url(url);
+        let staging = ws.staging(key)?;
+        let repo_dir = staging.path().join("repo");
+        let tree_dir = staging.tree();
+        let session = Session::new(url, auth.as_ref(), &limits, ctx, &cancel)?;
+        let revision = {
+            let repo = Repository::init_bare(&repo_dir).map_err(|e| {
+                SourceError::Git(format!("{ctx}: creating scratch repository: {e}"))
+            })?;
+            let commit = match wanted_commit {
+                Some(sha) => session.fetch_commit(&repo, &sha)?,
+                None => {
+                    let (refname, listed) = session.ls_remote(&repo, &reference)?;
+                    if let Some(dir) = ws.lookup(key, &listed.to_string())? {
+                        tracing::debug!(key, url = %shown, %reference, revision = %listed, "git revision unchanged");
+                        return Ok(Fetched {
+                            revision: listed.to_string(),
+                            dir,
+                            cached: true,
+                        });
+                    }
+                    session.fetch_ref(&repo, &refname)?
+                }
+            };
+            let revision = commit.to_string();
+            if let Some(dir) = ws.lookup(key, &revision)? {
+                return Ok(Fetched {
+                    revision,
+                    dir,
+                    cached: true,
+                });
+            }
+            checkout(&repo, commit, &tree_dir, &limits, ctx, &cancel)?;
+            revision
+        };
+        if cancel.is_cancelled() || !gate.begin_commit() {
+            return Err(SourceError::Cancelled(format!(
+                "{ctx}: {} before the revision was stored",
+                cancel.reason()
+            )));
+        }
+        let dir = staging.commit(&revision, &["repo"])?;
+        tracing::info!(key, url = %shown, %reference, revision, "fetched git revision");
+        Ok(Fetched {
+            revision,
+            dir,
+            cached: false,
+        })
+    }
 }
 
 /// Connection settings and per-fetch state shared by the callbacks.
@@ -149,6 +322,7 @@ struct Session<'a> {
     auth: Option<&'a GitAuth>,
     limits: &'a Limits,
     ctx: &'a str,
+    cancel: &'a Cancel,
     ca_der: Vec<Vec<u8>>,
     header: Option<String>,
     auth_attempts: Cell<u32>,
@@ -162,6 +336,7 @@ impl<'a> Session<'a> {
         auth: Option<&'a GitAuth>,
         limits: &'a Limits,
         ctx: &'a str,
+        cancel: &'a Cancel,
     ) -> Result<Session<'a>, SourceError> {
         let ca_der = match auth.and_then(|a| a.ca_pem.as_deref()) {
             Some(pem) => {
@@ -183,6 +358,7 @@ impl<'a> Session<'a> {
             auth,
             limits,
             ctx,
+            cancel,
             ca_der,
             header,
             auth_attempts: Cell::new(0),
@@ -192,8 +368,14 @@ impl<'a> Session<'a> {
     }
 
     fn options(&self, depth: i32) -> FetchOptions<'_> {
+        // Every callback that can abort checks the cancellation token first
+        // (returning false or an error makes libgit2 stop the operation).
+        let cancel = self.cancel;
         let mut cb = RemoteCallbacks::new();
         cb.credentials(|_url, username_from_url, allowed| {
+            if cancel.is_cancelled() {
+                return Err(git2::Error::from_str(cancel.reason()));
+            }
             let n = self.auth_attempts.get() + 1;
             self.auth_attempts.set(n);
             let basic = self
@@ -218,28 +400,34 @@ impl<'a> Session<'a> {
                 self.limit_hit.set(true);
                 false
             } else {
-                true
+                !cancel.is_cancelled()
             }
         });
-        if !self.ca_der.is_empty() {
-            cb.certificate_check(|cert, host| {
-                let Some(x509) = cert.as_x509() else {
-                    return Ok(CertificateCheckStatus::CertificatePassthrough);
-                };
-                let leaf = x509.data();
-                if self.ca_der.iter().any(|c| c.as_slice() == leaf) {
-                    return Ok(CertificateCheckStatus::CertificateOk);
+        cb.sideband_progress(move |_| !cancel.is_cancelled());
+        cb.update_tips(move |_, _, _| !cancel.is_cancelled());
+        cb.certificate_check(|cert, host| {
+            if cancel.is_cancelled() {
+                return Err(git2::Error::from_str(cancel.reason()));
+            }
+            if self.ca_der.is_empty() {
+                return Ok(CertificateCheckStatus::CertificatePassthrough);
+            }
+            let Some(x509) = cert.as_x509() else {
+                return Ok(CertificateCheckStatus::CertificatePassthrough);
+            };
+            let leaf = x509.data();
+            if self.ca_der.iter().any(|c| c.as_slice() == leaf) {
+                return Ok(CertificateCheckStatus::CertificateOk);
+            }
+            match verify_with_ca(self.url, host, leaf, self.auth, cancel) {
+                Ok(()) => Ok(CertificateCheckStatus::CertificateOk),
+                Err(why) => {
+                    tracing::debug!(host, why, "custom CA did not verify; using system roots");
+                    *self.cert_problem.borrow_mut() = Some(why);
+                    Ok(CertificateCheckStatus::CertificatePassthrough)
                 }
-                match verify_with_ca(self.url, host, leaf, self.auth) {
-                    Ok(()) => Ok(CertificateCheckStatus::CertificateOk),
-                    Err(why) => {
-                        tracing::debug!(host, why, "custom CA did not verify; using system roots");
-                        *self.cert_problem.borrow_mut() = Some(why);
-                        Ok(CertificateCheckStatus::CertificatePassthrough)
-                    }
-                }
-            });
-        }
+            }
+        });
         let mut proxy = ProxyOptions::new();
         proxy.auto();
         let mut opts = FetchOptions::new();
@@ -262,6 +450,13 @@ impl<'a> Session<'a> {
             return SourceError::Limit(format!(
                 "{}: {what}: received more than {} bytes of pack data (max_archive_bytes)",
                 self.ctx, self.limits.max_archive_bytes
+            ));
+        }
+        if self.cancel.is_cancelled() {
+            return SourceError::Cancelled(format!(
+                "{}: {what}: {}",
+                self.ctx,
+                self.cancel.reason()
             ));
         }
         let mut msg = format!("{}: {what}: {}", self.ctx, e.message());
@@ -343,7 +538,8 @@ impl<'a> Session<'a> {
         match remote.fetch(refspecs, Some(&mut self.options(1)), None) {
             Err(e)
                 if e.message().to_ascii_lowercase().contains("shallow")
-                    && !self.limit_hit.get() =>
+                    && !self.limit_hit.get()
+                    && !self.cancel.is_cancelled() =>
             {
                 tracing::debug!(url = %redact_url(self.url), error = %e.message(), "shallow fetch refused, fetching in full");
                 let mut remote = repo.remote_anonymous(self.url)?;
@@ -368,7 +564,11 @@ impl<'a> Session<'a> {
         let spec = format!("{sha}:{TARGET_REF}");
         match self.fetch(repo, &[spec.as_str()]) {
             Ok(()) => {}
-            Err(e) if self.limit_hit.get() || e.code() == git2::ErrorCode::Auth => {
+            Err(e)
+                if self.limit_hit.get()
+                    || self.cancel.is_cancelled()
+                    || e.code() == git2::ErrorCode::Auth =>
+            {
                 return Err(self.error("fetching", e));
             }
             Err(e) => {
@@ -400,19 +600,33 @@ fn checkout(
     dest: &Path,
     limits: &Limits,
     ctx: &str,
+    cancel: &Cancel,
 ) -> Result<(), SourceError> {
     let git_err = |what: &str, e: git2::Error| SourceError::Git(format!("{ctx}: {what}: {e}"));
     let tree = repo
         .find_commit(commit)
         .and_then(|c| c.tree())
         .map_err(|e| git_err(&format!("reading the tree of commit {commit}"), e))?;
-    let origin = format!("git commit {commit}");
-    let mut w = SafeWriter::new(dest, limits, &origin)?;
-    write_tree(repo, &tree, Path::new(""), &mut w, ctx)
+    let odb = repo
+        .odb()
+        .map_err(|e| git_err("opening the object database", e))?;
+    let origin = format!("{ctx}: commit {commit}");
+    let mut w = SafeWriter::new(dest, limits, &origin)?.with_cancel(cancel);
+    write_tree(repo, &odb, &tree, Path::new(""), &mut w, ctx)
 }
 
+/// Longest symlink target accepted (Linux's `PATH_MAX`).
+const MAX_LINK_TARGET: usize = 4096;
+
+/// Writes `tree` below `rel`. Each blob's size is read from its object
+/// header and checked against what is left of `max_unpacked_bytes` before
+/// any of its content is inflated; content is then streamed into the writer
+/// (which caps it again). libgit2 can stream only loose objects: a packed
+/// blob (the usual case after a fetch) is inflated in memory, which the
+/// header check bounds by the remaining limit.
 fn write_tree(
     repo: &Repository,
+    odb: &git2::Odb<'_>,
     tree: &git2::Tree<'_>,
     rel: &Path,
     w: &mut SafeWriter,
@@ -424,6 +638,7 @@ fn write_tree(
             continue;
         }
         let path: PathBuf = rel.join(name);
+        w.check_cancel(&path)?;
         if entry.name_bytes().contains(&b'/') {
             return Err(SourceError::Archive(format!(
                 "{ctx}: tree entry '{}' has a '/' in its name",
@@ -444,15 +659,31 @@ fn write_tree(
                     .to_object(repo)
                     .and_then(|o| o.peel_to_tree())
                     .map_err(obj_err)?;
-                write_tree(repo, &sub, &path, w, ctx)?;
+                write_tree(repo, odb, &sub, &path, w, ctx)?;
             }
             Some(ObjectType::Blob) => {
-                let blob = repo.find_blob(entry.id()).map_err(obj_err)?;
+                let (size, _) = odb.read_header(entry.id()).map_err(obj_err)?;
                 if mode == 0o120000 {
+                    if size > MAX_LINK_TARGET {
+                        return Err(SourceError::Archive(format!(
+                            "{ctx}: tree entry '{}' refused: symlink target of {size} bytes \
+                             (at most {MAX_LINK_TARGET})",
+                            path.display()
+                        )));
+                    }
+                    let blob = repo.find_blob(entry.id()).map_err(obj_err)?;
                     let target = OsStr::from_bytes(blob.content());
                     w.symlink(&path, Path::new(target))?;
                 } else {
-                    w.file(&path, mode & 0o111 != 0, &mut blob.content())?;
+                    w.check_declared_size(&path, size as u64)?;
+                    let executable = mode & 0o111 != 0;
+                    match odb.reader(entry.id()) {
+                        Ok((mut stream, _, _)) => w.file(&path, executable, &mut stream)?,
+                        Err(_) => {
+                            let blob = repo.find_blob(entry.id()).map_err(obj_err)?;
+                            w.file(&path, executable, &mut blob.content())?;
+                        }
+                    }
                 }
             }
             Some(ObjectType::Commit) => {
@@ -500,6 +731,7 @@ fn verify_with_ca(
     host: &str,
     leaf: &[u8],
     auth: Option<&GitAuth>,
+    cancel: &Cancel,
 ) -> Result<(), String> {
     let pem = auth
         .and_then(|a| a.ca_pem.clone())
@@ -522,12 +754,16 @@ fn verify_with_ca(
         format!("https://{host}:{port}/")
     };
     let leaf = leaf.to_vec();
+    // At most 30 s, and never past the fetch's deadline.
+    let timeout = cancel
+        .remaining()
+        .map_or(Duration::from_secs(30), |r| r.min(Duration::from_secs(30)));
     let handle = std::thread::spawn(move || -> Result<(), String> {
         let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| e.to_string())?;
         let mut builder = reqwest::Client::builder()
             .tls_built_in_root_certs(false)
             .tls_info(true)
-            .timeout(std::time::Duration::from_secs(30));
+            .timeout(timeout);
         for c in certs {
             builder = builder.add_root_certificate(c);
         }
@@ -559,6 +795,7 @@ fn verify_with_ca(
 
 #[cfg(test)]
 mod tests {
+    use super::super::insecure_limits;
     use super::*;
     use git2::Signature;
     use std::fs;
@@ -615,7 +852,15 @@ mod tests {
     }
 
     fn fetch(f: &Fixture, r: &GitReference) -> Result<Fetched, SourceError> {
-        fetch_git(&f.ws, "apps_site", &f.url, r, None, &Limits::default())
+        fetch_git(
+            &f.ws,
+            "apps_site",
+            &f.url,
+            r,
+            None,
+            &insecure_limits(),
+            &Cancel::default(),
+        )
     }
 
     fn read(dir: &Path, p: &str) -> String {
@@ -783,7 +1028,7 @@ mod tests {
         );
         let limits = Limits {
             max_files: 2,
-            ..Limits::default()
+            ..insecure_limits()
         };
         let err = fetch_git(
             &f.ws,
@@ -792,10 +1037,125 @@ mod tests {
             &GitReference::DefaultBranch,
             None,
             &limits,
+            &Cancel::default(),
         )
         .unwrap_err();
         assert!(matches!(err, SourceError::Limit(_)), "{err}");
         assert!(err.to_string().contains("'c'"), "{err}");
+    }
+
+    /// Commits a tree of `(name, mode, content)` blobs built directly with
+    /// git2 (no work dir) on `refs/heads/main`.
+    fn commit_blobs(f: &Fixture, blobs: &[(&str, i32, &[u8])]) -> Oid {
+        let mut tb = f.repo.treebuilder(None).unwrap();
+        for (name, mode, content) in blobs {
+            let id = f.repo.blob(content).unwrap();
+            tb.insert(name, id, *mode).unwrap();
+        }
+        let tree = f.repo.find_tree(tb.write().unwrap()).unwrap();
+        let sig = Signature::now("t", "t@example.com").unwrap();
+        f.repo
+            .commit(Some("refs/heads/main"), &sig, &sig, "blobs", &tree, &[])
+            .unwrap()
+    }
+
+    #[test]
+    fn blob_over_the_unpacked_limit_is_refused_before_it_is_read() {
+        let f = fixture();
+        let zeros = vec![0u8; 64 << 20];
+        let c = commit_blobs(
+            &f,
+            &[
+                ("kustomization.yaml", 0o100644, b"ok"),
+                ("zeros.bin", 0o100644, &zeros),
+            ],
+        );
+        drop(zeros);
+        let limits = Limits {
+            max_unpacked_bytes: 1 << 20,
+            ..insecure_limits()
+        };
+        let check = |err: SourceError| {
+            let msg = err.to_string();
+            assert!(matches!(err, SourceError::Limit(_)), "{msg}");
+            assert!(
+                msg.contains("'zeros.bin'") && msg.contains("1048576"),
+                "names the file and the limit: {msg}"
+            );
+            assert!(msg.contains("67108864"), "names the blob's size: {msg}");
+        };
+        // Straight from the (loose) upstream objects: nothing of the blob is
+        // written.
+        let dest = f._tmp.path().join("out");
+        check(checkout(&f.repo, c, &dest, &limits, "fetching x", &Cancel::default()).unwrap_err());
+        assert!(!dest.join("zeros.bin").exists());
+        // Through a fetch (packed objects).
+        check(
+            fetch_git(
+                &f.ws,
+                "k",
+                &f.url,
+                &GitReference::DefaultBranch,
+                None,
+                &limits,
+                &Cancel::default(),
+            )
+            .unwrap_err(),
+        );
+    }
+
+    #[test]
+    fn blobs_are_written_whole_from_loose_and_packed_objects() {
+        let f = fixture();
+        let data: Vec<u8> = (0..(2u32 << 20)).map(|i| (i % 251) as u8).collect();
+        let c = commit_blobs(
+            &f,
+            &[
+                ("data.bin", 0o100755, &data),
+                ("link", 0o120000, b"data.bin"),
+            ],
+        );
+        let limits = Limits {
+            max_unpacked_bytes: data.len() as u64,
+            ..insecure_limits()
+        };
+        let dest = f._tmp.path().join("out");
+        checkout(&f.repo, c, &dest, &limits, "fetching x", &Cancel::default()).unwrap();
+        assert!(fs::read(dest.join("data.bin")).unwrap() == data);
+        let fetched = fetch_git(
+            &f.ws,
+            "k",
+            &f.url,
+            &GitReference::DefaultBranch,
+            None,
+            &limits,
+            &Cancel::default(),
+        )
+        .unwrap();
+        assert!(fs::read(fetched.dir.join("data.bin")).unwrap() == data);
+        assert_eq!(
+            fs::read_link(fetched.dir.join("link")).unwrap(),
+            PathBuf::from("data.bin")
+        );
+    }
+
+    #[test]
+    fn oversized_symlink_target_is_refused() {
+        let f = fixture();
+        let target = vec![b'a'; 1 << 20];
+        let c = commit_blobs(&f, &[("link", 0o120000, &target)]);
+        let dest = f._tmp.path().join("out");
+        let err = checkout(
+            &f.repo,
+            c,
+            &dest,
+            &insecure_limits(),
+            "fetching x",
+            &Cancel::default(),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("'link'") && msg.contains("1048576"), "{msg}");
     }
 
     #[test]
@@ -807,7 +1167,7 @@ mod tests {
         commit(&f, "refs/heads/main", &[("big.txt", noise.as_str())], "one");
         let limits = Limits {
             max_archive_bytes: 10_000,
-            ..Limits::default()
+            ..insecure_limits()
         };
         let err = fetch_git(
             &f.ws,
@@ -816,6 +1176,7 @@ mod tests {
             &GitReference::DefaultBranch,
             None,
             &limits,
+            &Cancel::default(),
         )
         .unwrap_err();
         assert!(matches!(err, SourceError::Limit(_)), "{err}");
@@ -836,6 +1197,7 @@ mod tests {
             &GitReference::DefaultBranch,
             None,
             &Limits::default(),
+            &Cancel::default(),
         )
         .unwrap_err();
         let msg = err.to_string();
@@ -843,6 +1205,263 @@ mod tests {
             msg.contains("example.com/r.git") && msg.contains("unsupported URL scheme"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn insecure_urls_are_refused_unless_allowed() {
+        let f = fixture();
+        commit(
+            &f,
+            "refs/heads/main",
+            &[("kustomization.yaml", "v1")],
+            "one",
+        );
+        let secure = Limits::default();
+        for url in [
+            f.url.clone(),
+            "http://bot:s3cret@127.0.0.1:9/r.git".to_string(),
+        ] {
+            let err = fetch_git(
+                &f.ws,
+                "k",
+                &url,
+                &GitReference::DefaultBranch,
+                None,
+                &secure,
+                &Cancel::default(),
+            )
+            .unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, SourceError::Git(_)), "{msg}");
+            assert!(msg.contains(&redact_url(&url)), "{msg}");
+            assert!(!msg.contains("s3cret"), "{msg}");
+            assert!(msg.contains("--allow-insecure-sources"), "{msg}");
+        }
+        for url in [
+            "git://127.0.0.1:9/r.git".to_string(),
+            f.work.display().to_string(),
+        ] {
+            let err = fetch_git(
+                &f.ws,
+                "k",
+                &url,
+                &GitReference::DefaultBranch,
+                None,
+                &insecure_limits(),
+                &Cancel::default(),
+            )
+            .unwrap_err();
+            assert!(
+                err.to_string().contains("unsupported URL scheme"),
+                "{url}: {err}"
+            );
+        }
+        assert!(!f.ws.root().join("k").exists(), "nothing was fetched");
+        // Allowed by the operator: works.
+        let ok = fetch_git(
+            &f.ws,
+            "k",
+            &f.url,
+            &GitReference::DefaultBranch,
+            None,
+            &insecure_limits(),
+            &Cancel::default(),
+        )
+        .unwrap();
+        assert_eq!(read(&ok.dir, "kustomization.yaml"), "v1");
+    }
+
+    /// A 127.0.0.1 server that accepts connections and never answers; the
+    /// connections are closed when it is dropped.
+    struct SilentServer {
+        url: String,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        accepted: std::sync::Arc<AtomicUsize>,
+    }
+
+    impl SilentServer {
+        fn start() -> SilentServer {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.set_nonblocking(true).unwrap();
+            let url = format!("http://{}/org/repo.git", listener.local_addr().unwrap());
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+            let (stop2, accepted2) = (stop.clone(), accepted.clone());
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                while !stop2.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((conn, _)) => {
+                            held.push(conn);
+                            accepted2.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+            });
+            SilentServer {
+                url,
+                stop,
+                accepted,
+            }
+        }
+    }
+
+    impl Drop for SilentServer {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits (at most 10 s) until the abandoned fetch thread has removed its
+    /// staging dir, and checks it published nothing.
+    fn assert_abandoned_fetch_cleans_up(ws: &Workspace, key: &str) {
+        let dir = ws.root().join(key);
+        let t0 = std::time::Instant::now();
+        loop {
+            let names: Vec<String> = fs::read_dir(&dir)
+                .map(|rd| {
+                    rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(
+                names.iter().all(|n| n.starts_with(".tmp-")),
+                "an abandoned fetch published {names:?}"
+            );
+            if names.is_empty() {
+                return;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "abandoned fetch still running: {names:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    #[test]
+    fn silent_server_is_abandoned_at_the_deadline() {
+        let server = SilentServer::start();
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path()).unwrap();
+        let cancel = Cancel::new(Some(std::time::Instant::now() + Duration::from_secs(1)));
+        let t0 = std::time::Instant::now();
+        let err = fetch_git(
+            &ws,
+            "k",
+            &server.url,
+            &GitReference::Branch("main".into()),
+            None,
+            &insecure_limits(),
+            &cancel,
+        )
+        .unwrap_err();
+        let took = t0.elapsed();
+        let msg = err.to_string();
+        assert!(matches!(err, SourceError::Cancelled(_)), "{msg}");
+        assert!(
+            msg.contains(&server.url) && msg.contains("deadline"),
+            "{msg}"
+        );
+        assert!(took >= Duration::from_millis(900), "{took:?}");
+        assert!(took < Duration::from_secs(4), "{took:?}");
+        assert!(server.accepted.load(Ordering::SeqCst) >= 1);
+        drop(server);
+        assert_abandoned_fetch_cleans_up(&ws, "k");
+    }
+
+    #[test]
+    fn cancel_from_another_thread_stops_a_fetch() {
+        let server = SilentServer::start();
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path()).unwrap();
+        let cancel = Cancel::new(None);
+        let canceller = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                cancel.cancel();
+            })
+        };
+        let t0 = std::time::Instant::now();
+        let err = fetch_git(
+            &ws,
+            "k",
+            &server.url,
+            &GitReference::DefaultBranch,
+            None,
+            &insecure_limits(),
+            &cancel,
+        )
+        .unwrap_err();
+        let took = t0.elapsed();
+        canceller.join().unwrap();
+        let msg = err.to_string();
+        assert!(matches!(err, SourceError::Cancelled(_)), "{msg}");
+        assert!(
+            msg.contains(&server.url) && msg.contains("cancelled"),
+            "{msg}"
+        );
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        drop(server);
+        assert_abandoned_fetch_cleans_up(&ws, "k");
+    }
+
+    #[test]
+    fn libgit2_network_timeouts_are_set() {
+        set_git_network_timeouts();
+        set_git_network_timeouts();
+        // SAFETY: reads the two ints written once by the `Once` above,
+        // which has completed.
+        let (connect, io) = unsafe {
+            (
+                git2::opts::get_server_connect_timeout_in_milliseconds().unwrap(),
+                git2::opts::get_server_timeout_in_milliseconds().unwrap(),
+            )
+        };
+        assert_eq!((connect, io), (GIT_CONNECT_TIMEOUT_MS, GIT_IO_TIMEOUT_MS));
+    }
+
+    #[test]
+    fn cancelled_before_start_and_during_checkout() {
+        let f = fixture();
+        let c1 = commit(
+            &f,
+            "refs/heads/main",
+            &[("kustomization.yaml", "v1"), ("a/b", "x")],
+            "one",
+        );
+        let cancel = Cancel::new(None);
+        cancel.cancel();
+        let err = fetch_git(
+            &f.ws,
+            "k",
+            &f.url,
+            &GitReference::DefaultBranch,
+            None,
+            &insecure_limits(),
+            &cancel,
+        )
+        .unwrap_err();
+        assert!(matches!(err, SourceError::Cancelled(_)), "{err}");
+        assert!(err.to_string().contains(&f.url), "{err}");
+        assert!(!f.ws.root().join("k").exists());
+
+        // The tree-writing loop stops at the first entry.
+        let dest = f._tmp.path().join("out");
+        let err = checkout(
+            &f.repo,
+            c1,
+            &dest,
+            &insecure_limits(),
+            &format!("fetching {}", f.url),
+            &cancel,
+        )
+        .unwrap_err();
+        assert!(matches!(err, SourceError::Cancelled(_)), "{err}");
+        assert!(err.to_string().contains(&f.url), "{err}");
+        assert_eq!(fs::read_dir(&dest).unwrap().count(), 0);
     }
 
     /// Runs a blocking `fetch_git` against a wiremock server and returns the
@@ -861,7 +1480,8 @@ mod tests {
                 &url,
                 &GitReference::Branch("main".into()),
                 Some(&auth),
-                &Limits::default(),
+                &insecure_limits(),
+                &Cancel::default(),
             )
         })
         .await

@@ -3,10 +3,9 @@
 //!
 //! Three kinds of source are supported:
 //!
-//! * [`fetch_git`]: a git repository over `https://`, `http://` or `file://`
-//!   (libgit2, blocking).
-//! * [`fetch_http`]: a `.tar.gz` artifact over HTTP(S), verified against an
-//!   expected sha256 before anything is unpacked (async).
+//! * [`fetch_git`]: a git repository over `https://` (libgit2, blocking).
+//! * [`fetch_http`]: a `.tar.gz` artifact over `https://`, verified against
+//!   an expected sha256 before anything is unpacked (async).
 //! * [`unpack_bundle`]: a `.tar.gz` held in the cluster (a ConfigMap or
 //!   Secret key), blocking.
 //!
@@ -20,6 +19,38 @@
 //! ([`archive::unpack_tar_gz`] and the git checkout), which refuses path
 //! escapes, writes through symlinks, symlinks leaving the tree, hard links and
 //! special files, and enforces [`Limits`].
+//!
+//! # Cancellation, timeouts and concurrency
+//!
+//! [`fetch_git`] and [`fetch_http`] take a [`Cancel`] (a deadline and/or an
+//! explicit `cancel()`); a cancelled fetch returns
+//! [`SourceError::Cancelled`] promptly and never publishes its revision,
+//! even if work it started on another thread is still winding down. libgit2
+//! gets process-wide connect (30 s) and socket I/O (60 s) timeouts; an HTTP
+//! request gets the token's deadline as its total timeout.
+//!
+//! Two fetches of the same key must not overlap: callers hold
+//! [`Workspace::key_lock`] for the whole fetch and unpack (moving the owned
+//! guard into `spawn_blocking` when the fetch runs there).
+//!
+//! # Size limits
+//!
+//! [`Limits`] bound the download (`max_archive_bytes`: HTTP bodies, which
+//! are streamed to a file in the staging dir and never held in memory, and
+//! git pack data) and what is written (`max_unpacked_bytes`,
+//! `max_files`). Git blobs are checked against the remaining
+//! `max_unpacked_bytes` from their object header before they are read.
+//!
+//! # URL policy
+//!
+//! Source URLs come from tenants. By default only `https://` is accepted:
+//! `file://` (and local paths) would let a tenant read the controller's own
+//! filesystem, and plain `http://` (or `git://`) lets it probe internal
+//! addresses without TLS. [`Limits::allow_insecure`] (the operator's
+//! `--allow-insecure-sources`) additionally accepts `http://` for both kinds
+//! and `file://` for git. Anything else (`ssh://`, `git://`, local paths,
+//! upper-case schemes) is always refused. Refusals are errors naming the URL
+//! with any credentials redacted.
 
 pub mod archive;
 pub mod git;
@@ -29,10 +60,14 @@ pub use archive::{create_bundle, unpack_bundle, unpack_tar_gz};
 pub use git::fetch_git;
 pub use http::fetch_http;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
-/// Limits on what one fetch may write.
+/// What one fetch may do: how much it may download and write, and which
+/// URLs it may use.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Maximum size of the downloaded archive (compressed bytes), or of the
@@ -42,6 +77,10 @@ pub struct Limits {
     pub max_unpacked_bytes: u64,
     /// Maximum number of entries written (directories, files and symlinks).
     pub max_files: usize,
+    /// Also accept `http://` URLs (git and HTTP artifacts) and `file://` git
+    /// URLs. Off by default: see the module docs ("URL policy"). Set by the
+    /// operator (`--allow-insecure-sources`), never by a tenant.
+    pub allow_insecure: bool,
 }
 
 impl Default for Limits {
@@ -50,7 +89,149 @@ impl Default for Limits {
             max_archive_bytes: 64 * 1024 * 1024,
             max_unpacked_bytes: 256 * 1024 * 1024,
             max_files: 20_000,
+            allow_insecure: false,
         }
+    }
+}
+
+/// Cancellation of one fetch: cancelled once [`Cancel::cancel`] is called
+/// (from any thread or task) or once its deadline has passed. Clones share
+/// the same state and are cheap (one `Arc`).
+///
+/// The fetchers check it between network reads (every libgit2 callback, the
+/// HTTP body stream), before every entry they write and while copying file
+/// contents, and stop with [`SourceError::Cancelled`]. A cancelled fetch
+/// never publishes its revision.
+#[derive(Clone, Debug)]
+pub struct Cancel {
+    inner: Arc<CancelInner>,
+}
+
+#[derive(Debug)]
+struct CancelInner {
+    cancelled: AtomicBool,
+    deadline: Option<Instant>,
+    notify: tokio::sync::Notify,
+}
+
+impl Cancel {
+    /// A token that is cancelled at `deadline` (never, when `None`) or when
+    /// [`Cancel::cancel`] is called.
+    pub fn new(deadline: Option<Instant>) -> Cancel {
+        Cancel {
+            inner: Arc::new(CancelInner {
+                cancelled: AtomicBool::new(false),
+                deadline,
+                notify: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    /// Cancels the fetch(es) using this token (and every clone of it).
+    pub fn cancel(&self) {
+        self.inner.cancelled.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    /// True after [`Cancel::cancel`] or once the deadline has passed.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::SeqCst)
+            || self.inner.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// The deadline given to [`Cancel::new`].
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+
+    /// Resolves once the token is cancelled (immediately when it already is).
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.notify.notified();
+            tokio::pin!(notified);
+            // Registers the waiter before the check, so a cancel() between
+            // the check and the await is not missed.
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            match self.inner.deadline {
+                Some(d) => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep_until(d.into()) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Time left until the deadline (zero once passed); `None` without one.
+    pub(crate) fn remaining(&self) -> Option<Duration> {
+        self.inner
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Why the token is cancelled, for messages.
+    pub(crate) fn reason(&self) -> &'static str {
+        if self.inner.cancelled.load(Ordering::SeqCst) {
+            "the fetch was cancelled"
+        } else {
+            "the fetch deadline passed"
+        }
+    }
+}
+
+impl Default for Cancel {
+    /// A token without deadline, cancelled only by [`Cancel::cancel`].
+    fn default() -> Self {
+        Cancel::new(None)
+    }
+}
+
+/// Decides, once, between the fetch publishing its revision and the caller
+/// giving up on it: a fetch whose caller has returned (or dropped its
+/// future) must not rename a revision into place afterwards, where it would
+/// race a later fetch of the same key.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Gate(Arc<AtomicU8>);
+
+const GATE_RUNNING: u8 = 0;
+const GATE_COMMITTING: u8 = 1;
+const GATE_ABANDONED: u8 = 2;
+
+impl Gate {
+    /// Called by the fetch before it publishes; false when the caller has
+    /// already given up (the fetch must then discard its work).
+    pub(crate) fn begin_commit(&self) -> bool {
+        self.0
+            .compare_exchange(
+                GATE_RUNNING,
+                GATE_COMMITTING,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+    }
+
+    /// Called by the caller giving up; false when the fetch is already
+    /// publishing (the caller should then wait for it, it is quick).
+    pub(crate) fn abandon(&self) -> bool {
+        self.0
+            .compare_exchange(
+                GATE_RUNNING,
+                GATE_ABANDONED,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+            || self.is_abandoned()
+    }
+
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == GATE_ABANDONED
     }
 }
 
@@ -130,6 +311,57 @@ pub enum SourceError {
     Limit(String),
     #[error("io: {0}")]
     Io(String),
+    /// The fetch was stopped by its [`Cancel`] (cancelled or past its
+    /// deadline); the message names the URL or origin.
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+}
+
+/// Which kind of fetch a URL is for (they accept different schemes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UrlKind {
+    Git,
+    Http,
+}
+
+/// Applies the URL policy (module docs) to `url`. The error message names the
+/// URL (credentials redacted) and says what is accepted.
+pub(crate) fn check_url(url: &str, kind: UrlKind, limits: &Limits) -> Result<(), String> {
+    let shown = redact_url(url);
+    // Schemes are compared exactly (lower case): libgit2 and reqwest must
+    // see the same scheme this check saw.
+    let scheme = url.split_once("://").map(|(s, _)| s);
+    let insecure: &[&str] = match kind {
+        UrlKind::Git => &["http", "file"],
+        UrlKind::Http => &["http"],
+    };
+    match scheme {
+        Some("https") => Ok(()),
+        Some(s) if insecure.contains(&s) => {
+            if limits.allow_insecure {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{shown}: insecure source URL refused: only https:// is accepted \
+                     ({s}:// could read the controller's files or reach internal addresses); \
+                     an operator can allow it with --allow-insecure-sources"
+                ))
+            }
+        }
+        _ => {
+            let allowed = if limits.allow_insecure {
+                insecure
+                    .iter()
+                    .fold("https://".to_string(), |acc, s| format!("{acc}, {s}://"))
+            } else {
+                "https://".to_string()
+            };
+            Err(format!(
+                "{shown}: unsupported URL scheme (use {allowed}; local paths, ssh:// and git:// \
+                 are not supported)"
+            ))
+        }
+    }
 }
 
 /// Prefix of the temporary directories used while assembling a revision.
@@ -143,11 +375,25 @@ const TMP_PREFIX: &str = ".tmp-";
 /// revision dirs of the same key are removed. Unpacking goes to a temp dir
 /// inside `<root>/<key>/` and is renamed into place only when complete, so a
 /// half-written tree is never seen and a failed fetch leaves the previous
-/// revision intact. Fetches of the same key must not run concurrently
-/// (the controller reconciles one Kustomization at a time).
+/// revision intact.
+///
+/// Fetches of the same key must not run concurrently: callers hold
+/// [`Workspace::key_lock`] for the whole fetch and unpack. Clones share the
+/// locks.
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
+    locks: Arc<Locks>,
+}
+
+#[derive(Debug, Default)]
+struct Locks {
+    /// Per-key fetch locks, kept while anyone holds them.
+    keys: std::sync::Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// Serializes publishing revisions (renames and removal of old ones), so
+    /// that even a fetch whose caller stopped waiting mid-publish never
+    /// interleaves with another publish.
+    commit: std::sync::Mutex<()>,
 }
 
 impl Workspace {
@@ -168,7 +414,46 @@ impl Workspace {
                 }
             }
         }
-        Ok(Workspace { root })
+        Ok(Workspace {
+            root,
+            locks: Arc::default(),
+        })
+    }
+
+    /// The fetch lock of `key`: the same `Arc` for the same key (as long as
+    /// anyone holds it), shared by all clones of this workspace.
+    ///
+    /// A caller holds it for the whole fetch and unpack of `key`, so a later
+    /// fetch never races an earlier one on the same directory. A fetch that
+    /// runs on a blocking thread must take the guard with it (an owned guard
+    /// moved into the closure): then, when the caller stops waiting (e.g. on
+    /// a timeout), the lock is released only once the blocking work is over.
+    ///
+    /// ```
+    /// # async fn example(ws: krmsync::source::Workspace, data: Vec<u8>)
+    /// #     -> Result<(), Box<dyn std::error::Error>> {
+    /// use krmsync::source::{Limits, unpack_bundle};
+    /// let guard = ws.key_lock("apps_site").lock_owned().await;
+    /// let fetched = tokio::task::spawn_blocking(move || {
+    ///     let _guard = guard;
+    ///     unpack_bundle(&ws, "apps_site", "ConfigMap apps/site", &data, &Limits::default())
+    /// })
+    /// .await??;
+    /// # let _ = fetched; Ok(()) }
+    /// ```
+    pub fn key_lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut keys = self
+            .locks
+            .keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(lock) = keys.get(key).and_then(Weak::upgrade) {
+            return lock;
+        }
+        keys.retain(|_, w| w.strong_count() > 0);
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        keys.insert(key.to_string(), Arc::downgrade(&lock));
+        lock
     }
 
     /// The workspace root.
@@ -177,7 +462,8 @@ impl Workspace {
     }
 
     /// Removes everything stored for `key` (used when a Kustomization is
-    /// deleted). Removing an absent key is not an error.
+    /// deleted). Removing an absent key is not an error. Hold
+    /// [`Workspace::key_lock`] while calling it, like for a fetch.
     pub fn remove(&self, key: &str) -> std::io::Result<()> {
         let dir = self
             .key_dir(key)
@@ -237,6 +523,7 @@ impl Workspace {
             dir,
             key_dir,
             done: false,
+            locks: self.locks.clone(),
         })
     }
 }
@@ -248,6 +535,7 @@ pub(crate) struct Staging {
     dir: PathBuf,
     key_dir: PathBuf,
     done: bool,
+    locks: Arc<Locks>,
 }
 
 impl Staging {
@@ -270,6 +558,8 @@ impl Staging {
         revision: &str,
         scratch: &[&str],
     ) -> Result<PathBuf, SourceError> {
+        let locks = self.locks.clone();
+        let _publishing = locks.commit.lock().unwrap_or_else(PoisonError::into_inner);
         for name in scratch {
             let p = self.dir.join(name);
             if p.symlink_metadata().is_ok() {
@@ -385,9 +675,162 @@ pub(crate) fn sha256_revision(data: &[u8]) -> String {
     format!("sha256:{}", hex(&sha2::Sha256::digest(data)))
 }
 
+/// [`Limits::default`] with `allow_insecure`, for tests against local
+/// `file://` repositories and `http://` mock servers.
+#[cfg(test)]
+pub(crate) fn insecure_limits() -> Limits {
+    Limits {
+        allow_insecure: true,
+        ..Limits::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cancel_is_shared_by_clones_and_follows_the_deadline() {
+        let c = Cancel::new(None);
+        let c2 = c.clone();
+        assert!(!c.is_cancelled() && !c2.is_cancelled());
+        assert_eq!(c.remaining(), None);
+        c2.cancel();
+        assert!(c.is_cancelled());
+        assert!(c.reason().contains("cancelled"));
+
+        let past = Cancel::new(Some(Instant::now()));
+        assert!(past.is_cancelled());
+        assert!(past.reason().contains("deadline"));
+        assert_eq!(past.remaining(), Some(Duration::ZERO));
+        let future = Cancel::new(Some(Instant::now() + Duration::from_secs(3600)));
+        assert!(!future.is_cancelled());
+        assert!(future.remaining().unwrap() > Duration::from_secs(3500));
+        assert!(!Cancel::default().is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn cancelled_resolves_on_cancel_and_at_the_deadline() {
+        let c = Cancel::new(None);
+        let waiter = tokio::spawn({
+            let c = c.clone();
+            async move { c.cancelled().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished());
+        c.cancel();
+        tokio::time::timeout(Duration::from_secs(2), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        c.cancelled().await;
+
+        let t0 = Instant::now();
+        let d = Cancel::new(Some(t0 + Duration::from_millis(200)));
+        tokio::time::timeout(Duration::from_secs(2), d.cancelled())
+            .await
+            .unwrap();
+        assert!(t0.elapsed() >= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn key_lock_is_one_arc_per_key() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path()).unwrap();
+        let a = ws.key_lock("a");
+        let a2 = ws.clone().key_lock("a");
+        let b = ws.key_lock("b");
+        assert!(Arc::ptr_eq(&a, &a2));
+        assert!(!Arc::ptr_eq(&a, &b));
+        let held = a.try_lock().unwrap();
+        assert!(a2.try_lock().is_err());
+        assert!(ws.key_lock("a").try_lock().is_err());
+        assert!(b.try_lock().is_ok());
+        drop(held);
+        assert!(ws.key_lock("a").try_lock().is_ok());
+        // Entries nobody holds are dropped from the map.
+        drop((a, a2, b));
+        let _c = ws.key_lock("c");
+        assert_eq!(ws.locks.keys.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn key_lock_serializes_blocking_fetches_of_a_key() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(tmp.path()).unwrap();
+        let inside = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let (ws, inside) = (ws.clone(), inside.clone());
+            tasks.push(tokio::spawn(async move {
+                let guard = ws.key_lock("k").lock_owned().await;
+                tokio::task::spawn_blocking(move || {
+                    let _guard = guard;
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two fetches at once");
+                    std::thread::sleep(Duration::from_millis(50));
+                    inside.store(false, Ordering::SeqCst);
+                })
+                .await
+                .unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    }
+
+    #[test]
+    fn gate_lets_exactly_one_side_win() {
+        let g = Gate::default();
+        assert!(g.begin_commit());
+        assert!(!g.abandon(), "publishing already started");
+        let g = Gate::default();
+        assert!(g.abandon());
+        assert!(g.is_abandoned());
+        assert!(!g.begin_commit());
+        assert!(g.abandon(), "abandoning twice is fine");
+    }
+
+    #[test]
+    fn url_policy_accepts_only_https_by_default() {
+        let secure = Limits::default();
+        assert!(!secure.allow_insecure);
+        let insecure = insecure_limits();
+        for kind in [UrlKind::Git, UrlKind::Http] {
+            assert!(check_url("https://example.com/r", kind, &secure).is_ok());
+            let err = check_url("http://u:pw@10.0.0.1/r", kind, &secure).unwrap_err();
+            assert!(
+                err.contains("http://***@10.0.0.1/r")
+                    && !err.contains("pw")
+                    && err.contains("--allow-insecure-sources"),
+                "{err}"
+            );
+            assert!(check_url("http://10.0.0.1/r", kind, &insecure).is_ok());
+            for url in [
+                "git://10.0.0.1/r",
+                "ssh://example.com/r",
+                "/etc",
+                "../repo",
+                "HTTPS://example.com/r",
+            ] {
+                for l in [&secure, &insecure] {
+                    let err = check_url(url, kind, l).unwrap_err();
+                    assert!(
+                        err.contains(url) && err.contains("unsupported URL scheme"),
+                        "{err}"
+                    );
+                }
+            }
+        }
+        let err = check_url("file:///etc", UrlKind::Git, &secure).unwrap_err();
+        assert!(
+            err.contains("file:///etc") && err.contains("--allow-insecure-sources"),
+            "{err}"
+        );
+        assert!(check_url("file:///srv/repo", UrlKind::Git, &insecure).is_ok());
+        let err = check_url("file:///etc", UrlKind::Http, &insecure).unwrap_err();
+        assert!(err.contains("unsupported URL scheme"), "{err}");
+    }
 
     #[test]
     fn revision_dir_names_are_safe() {
