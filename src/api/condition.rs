@@ -49,6 +49,12 @@ pub enum Reason {
     StorageFailed,
     Deleting,
     ValidationFailed,
+    /// The controller requires a ServiceAccount and the Kustomization names none.
+    ServiceAccountRequired,
+    /// A rendered object belongs to another Kustomization that still exists.
+    OwnershipConflict,
+    /// The revision would delete every Namespace the Kustomization applied.
+    DeletionRefused,
 }
 
 impl Reason {
@@ -69,6 +75,9 @@ impl Reason {
             Reason::StorageFailed => "StorageFailed",
             Reason::Deleting => "Deleting",
             Reason::ValidationFailed => "ValidationFailed",
+            Reason::ServiceAccountRequired => "ServiceAccountRequired",
+            Reason::OwnershipConflict => "OwnershipConflict",
+            Reason::DeletionRefused => "DeletionRefused",
         }
     }
 }

@@ -62,6 +62,14 @@ use serde::{Deserialize, Serialize};
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.interval) || duration(self.interval) >= duration('10s')",
+     "message": "spec.interval must be at least 10s"},
+    {"rule": "!has(self.retryInterval) || duration(self.retryInterval) >= duration('5s')",
+     "message": "spec.retryInterval must be at least 5s"},
+    {"rule": "!has(self.timeout) || duration(self.timeout) >= duration('5s')",
+     "message": "spec.timeout must be at least 5s"}
+]))]
 pub struct KustomizationSpec {
     /// Where the localized bundle comes from: exactly one of `git`, `http`
     /// or `bundle`.
@@ -69,15 +77,17 @@ pub struct KustomizationSpec {
     /// Directory of the kustomization inside the bundle (default: its root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// How often to fetch, render and apply (a Go duration, e.g. `10m`).
+    /// How often to fetch, render and apply (a Go duration, e.g. `10m`; at
+    /// least `10s`).
     #[serde(default = "default_interval")]
     #[schemars(schema_with = "duration_schema")]
     pub interval: Duration,
-    /// How soon to retry after a failure (default: `interval`).
+    /// How soon to retry after a failure (default: `interval`; at least `5s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
     pub retry_interval: Option<Duration>,
-    /// Time limit of one fetch, render and apply (default: `interval`, at most 10m).
+    /// Time limit of one fetch, render and apply (default: `interval`, at
+    /// most 10m; at least `5s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "duration_schema")]
     pub timeout: Option<Duration>,
@@ -89,14 +99,35 @@ pub struct KustomizationSpec {
     /// successful apply).
     #[serde(default = "default_true")]
     pub prune: bool,
-    /// What happens to the applied objects when this Kustomization is deleted.
+    /// What happens to the applied objects when this Kustomization is
+    /// deleted. Either way, only objects krmsync created are ever deleted:
+    /// objects it adopted (they existed before) and objects annotated
+    /// `krmsync.dev/prune: disabled` are released (left in place, owner
+    /// labels removed).
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+    /// Also delete Namespaces and CustomResourceDefinitions that krmsync
+    /// created, when they leave the render or on deletion (deleting a
+    /// Namespace deletes everything in it, deleting a CRD every custom
+    /// resource of it). Default false: they are released instead. A revision
+    /// that would delete every Namespace this Kustomization applied (two or
+    /// more) is refused unless the Kustomization is annotated
+    /// `krmsync.dev/allow-namespace-mass-deletion: "true"`.
+    #[serde(
+        default,
+        rename = "deleteNamespacesAndCRDs",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub delete_namespaces_and_crds: bool,
     /// Namespace set on every namespaced rendered object (overrides the bundle's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_namespace: Option<String>,
-    /// Apply and prune as this ServiceAccount (of this namespace) instead of
-    /// the controller's own identity.
+    /// Fetch, apply, prune and store as this ServiceAccount of this
+    /// namespace (impersonated); its RBAC bounds what this Kustomization can
+    /// read and write. Default: the controller's `--default-service-account`
+    /// if set; otherwise the controller's own identity, which a controller
+    /// run with `--require-service-account` refuses
+    /// (`Ready=False`, reason `ServiceAccountRequired`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
     /// Names of the (cluster-scoped) `Catalog`s whose KRM functions this
@@ -104,6 +135,13 @@ pub struct KustomizationSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub catalogs: Vec<String>,
 }
+
+/// Smallest accepted `spec.interval` (also enforced by the CRD schema).
+pub const MIN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+/// Smallest accepted `spec.retryInterval`.
+pub const MIN_RETRY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// Smallest accepted `spec.timeout`.
+pub const MIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn default_interval() -> Duration {
     Duration::from(std::time::Duration::from_secs(600))
@@ -138,7 +176,8 @@ pub enum DeletionPolicy {
     "message": "exactly one of git, http or bundle must be set"
 }]))]
 pub struct Source {
-    /// A git repository (https, http or file URL).
+    /// A git repository (`https://`; `http://` and `file://` only when the
+    /// controller runs with `--allow-insecure-sources`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<GitSource>,
     /// A `.tar.gz` bundle served over HTTP(S), verified by its sha256.
@@ -154,7 +193,8 @@ pub struct Source {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GitSource {
-    /// Repository URL: `https://`, `http://` or `file://`.
+    /// Repository URL: `https://` (`http://` and `file://` only when the
+    /// controller runs with `--allow-insecure-sources`).
     pub url: String,
     /// What to check out (default: the remote's default branch).
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
@@ -384,11 +424,72 @@ impl Kustomization {
                 ));
             }
         }
-        if self.spec.interval.is_negative()
-            || std::time::Duration::from(self.spec.interval).is_zero()
-        {
-            return Err("spec.interval: must be positive".into());
+        for (field, value, min) in [
+            ("spec.interval", Some(self.spec.interval), MIN_INTERVAL),
+            (
+                "spec.retryInterval",
+                self.spec.retry_interval,
+                MIN_RETRY_INTERVAL,
+            ),
+            ("spec.timeout", self.spec.timeout, MIN_TIMEOUT),
+        ] {
+            if let Some(v) = value
+                && (v.is_negative() || std::time::Duration::from(v) < min)
+            {
+                return Err(format!(
+                    "{field}: must be at least {}s (got {v})",
+                    min.as_secs()
+                ));
+            }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(extra: serde_json::Value) -> Kustomization {
+        let mut spec = serde_json::json!({"source": {"bundle": {"configMapRef": {"name": "b"}}}});
+        if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                s.insert(k.clone(), v.clone());
+            }
+        }
+        let spec: KustomizationSpec = serde_json::from_value(spec).unwrap();
+        Kustomization::new("k", spec)
+    }
+
+    #[test]
+    fn durations_below_the_minimums_are_refused() {
+        for (extra, field) in [
+            (serde_json::json!({"interval": "1ms"}), "spec.interval"),
+            (serde_json::json!({"interval": "9s"}), "spec.interval"),
+            (
+                serde_json::json!({"retryInterval": "0s"}),
+                "spec.retryInterval",
+            ),
+            (serde_json::json!({"timeout": "0s"}), "spec.timeout"),
+            (serde_json::json!({"timeout": "4s"}), "spec.timeout"),
+        ] {
+            let err = with(extra.clone()).validate().unwrap_err();
+            assert!(err.starts_with(field), "{extra}: {err}");
+        }
+        for extra in [
+            serde_json::json!({"interval": "10s", "retryInterval": "5s", "timeout": "5s"}),
+            serde_json::json!({}),
+        ] {
+            assert_eq!(with(extra.clone()).validate(), Ok(()), "{extra}");
+        }
+    }
+
+    #[test]
+    fn the_schema_carries_the_minimums() {
+        let crd =
+            serde_json::to_string(&<Kustomization as kube::CustomResourceExt>::crd()).unwrap();
+        for rule in ["duration('10s')", "duration('5s')"] {
+            assert!(crd.contains(rule), "{rule} missing from the CRD");
+        }
     }
 }

@@ -2,5 +2,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod fake_api;
+pub mod harness;
 
 pub use fake_api::{FakeApi, Recorded};
+pub use harness::{Harness, condition};
