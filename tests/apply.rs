@@ -14,11 +14,9 @@ use support::FakeApi;
 
 fn opts() -> ApplyOptions {
     ApplyOptions {
-        field_manager: "krmsync".into(),
-        owner_name: "shop".into(),
-        owner_namespace: "flux".into(),
         default_namespace: "prod".into(),
         crd_establish_timeout: Duration::from_secs(5),
+        ..ApplyOptions::new("flux", "shop")
     }
 }
 
@@ -58,10 +56,12 @@ fn widget(name: &str) -> Value {
            "metadata": {"name": name, "namespace": "prod"}, "spec": {"size": 3}})
 }
 
+/// The writes the fake received (server-side dry-runs excluded).
 fn writes(fake: &FakeApi) -> Vec<(String, String)> {
     fake.requests()
         .into_iter()
         .filter(|r| matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE"))
+        .filter(|r| r.query_param("dryRun").as_deref() != Some("All"))
         .map(|r| (r.method, r.path))
         .collect()
 }
@@ -129,7 +129,28 @@ async fn create_then_unchanged_then_configured() {
         .into_iter()
         .filter(|r| r.method == "PATCH")
         .collect();
-    assert_eq!(patches.len(), 3);
+    // a server-side dry-run of each object, then the real apply of each
+    assert_eq!(patches.len(), 6);
+    let dry: Vec<_> = patches
+        .iter()
+        .filter(|p| p.query_param("dryRun").as_deref() == Some("All"))
+        .collect();
+    assert_eq!(dry.len(), 3);
+    // the Namespace does not exist yet: what goes into it is dry-run only
+    // once it was created
+    let order: Vec<(bool, &str)> = patches
+        .iter()
+        .map(|p| (p.query_param("dryRun").is_some(), p.path.as_str()))
+        .collect();
+    assert_eq!(
+        order[..2],
+        [
+            (true, "/api/v1/namespaces/prod"),
+            (false, "/api/v1/namespaces/prod")
+        ],
+        "{order:?}"
+    );
+    assert!(order[2..4].iter().all(|(dry, _)| *dry), "{order:?}");
     for p in &patches {
         assert_eq!(p.query_param("fieldManager").as_deref(), Some("krmsync"));
         assert_eq!(p.query_param("force").as_deref(), Some("true"));
@@ -151,6 +172,7 @@ async fn create_then_unchanged_then_configured() {
             entry: inventory_entry("", "v1", "ConfigMap", Some("prod"), "settings"),
             display: "ConfigMap/prod/settings".into(),
             action: Action::Configured,
+            adopted: false,
         }
     );
     let cm = fake
@@ -368,6 +390,10 @@ async fn namespace_defaulting_and_cluster_scoped() {
 async fn prune_deletes_only_ours() {
     let fake = FakeApi::start().await;
     let applier = Applier::new(fake.client());
+    let opts = || ApplyOptions {
+        delete_namespaces_and_crds: true,
+        ..opts()
+    };
     let old = applier
         .apply(
             vec![
@@ -419,14 +445,17 @@ async fn prune_deletes_only_ours() {
         .iter()
         .map(|(e, why)| (e.id.clone(), why.clone()))
         .collect();
-    assert_eq!(skipped.len(), 3, "{report:?}");
-    assert!(
-        skipped["prod_foreign__ConfigMap"].contains("not ours"),
-        "{skipped:?}"
+    assert_eq!(skipped.len(), 2, "{report:?}");
+    assert_eq!(
+        report.lost,
+        vec![(
+            inventory_entry("", "v1", "ConfigMap", Some("prod"), "foreign"),
+            "flux/other".to_string()
+        )],
+        "another Kustomization's object is reported as lost to it"
     );
-    assert!(skipped["prod_foreign__ConfigMap"].contains(NAME_LABEL));
     assert!(
-        skipped["prod_unlabelled__ConfigMap"].contains("missing"),
+        skipped["prod_unlabelled__ConfigMap"].contains("no owner labels"),
         "{skipped:?}"
     );
     assert_eq!(skipped["prod_vanished__ConfigMap"], "already gone");
@@ -477,6 +506,11 @@ async fn prune_deletes_only_ours() {
 async fn prune_deletes_crds_last() {
     let fake = FakeApi::start().await;
     let applier = Applier::new(fake.client());
+    let opts = || ApplyOptions {
+        delete_namespaces_and_crds: true,
+        allow_namespace_mass_deletion: true,
+        ..opts()
+    };
     let old = applier
         .apply(vec![widget_crd(), widget("w1"), namespace("prod")], &opts())
         .await
@@ -526,7 +560,8 @@ async fn api_failure_names_the_object() {
         .apply(vec![configmap("c", "x"), deployment("web", 1)], &opts())
         .await
         .unwrap();
-    assert_eq!(ok.summary(), "1 created, 0 configured, 1 unchanged");
+    // the failed attempt wrote nothing (its dry-run was refused)
+    assert_eq!(ok.summary(), "2 created, 0 configured, 0 unchanged");
 
     // Prune failures name the object too.
     fake.fail("DELETE", "/configmaps/c", 403, "no deleting");

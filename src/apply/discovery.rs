@@ -89,4 +89,34 @@ impl DiscoveryCache {
                 namespaced: caps.scope == Scope::Namespaced,
             }))
     }
+
+    /// The kind in any version the cluster serves for `group` (its
+    /// preferred version first): for objects recorded under a version that
+    /// is no longer served. `None` when no served version has the kind.
+    pub async fn resolve_any_version(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<Option<Resolved>, ApplyError> {
+        let versions: Vec<String> = if group.is_empty() {
+            vec!["v1".to_string()]
+        } else {
+            match kube::discovery::group(&self.client, group).await {
+                Ok(g) => g.versions().map(str::to_string).collect(),
+                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+                Err(e) => {
+                    return Err(ApplyError::Discovery(format!(
+                        "discovery of group {group}: {}",
+                        super::describe_kube_error(&e)
+                    )));
+                }
+            }
+        };
+        for v in versions {
+            if let Some(r) = self.resolve(group, &v, kind).await? {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
 }

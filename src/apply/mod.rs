@@ -1,11 +1,26 @@
 //! Server-side apply of rendered objects, the inventory of what was applied,
 //! and pruning of what a later revision no longer renders.
 //!
-//! [`Applier::apply`] validates the whole set before writing anything, then
-//! applies CustomResourceDefinitions and Namespaces first, waits for the CRDs
-//! to be Established, refreshes discovery and applies everything else.
-//! [`Applier::prune`] deletes objects of a previous inventory that are not in
-//! the current one, but only those labelled as ours.
+//! Applying is split in two so that the caller can act between them:
+//!
+//! 1. [`Applier::plan`] validates the whole set and observes, without
+//!    writing, what the cluster holds for every object: absent, already
+//!    ours, unowned (it will be *adopted*), or owned by another
+//!    Kustomization (see [`Live`]). The caller decides what to do about
+//!    foreign owners and records the plan's inventory before any write.
+//! 2. [`Applier::apply_plan`] sends a server-side dry-run of every object
+//!    first (admission and schema errors surface before anything is
+//!    written), then applies CustomResourceDefinitions and Namespaces,
+//!    waits for the CRDs to be Established, refreshes discovery and applies
+//!    everything else. When a request fails, no new one starts and the ones
+//!    in flight are awaited: none is abandoned half-way.
+//!
+//! Every applied object carries the owner labels (`krmsync.dev/name`, a
+//! hashed form for names over 63 characters, and `krmsync.dev/namespace`)
+//! and the annotation `krmsync.dev/owner: <namespace>/<name>`. Objects that
+//! did not exist before krmsync applied them also carry
+//! `krmsync.dev/created-by`; only those are ever deleted by
+//! [`Applier::prune`] (adopted ones are released).
 
 mod discovery;
 mod inventory;
@@ -13,16 +28,20 @@ mod prune;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use kube::Client;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
 use kube::discovery::ApiResource;
 use serde_json::Value;
 
 use crate::api::kustomization::{Inventory, InventoryEntry};
-use crate::api::{NAME_LABEL, NAMESPACE_LABEL};
+use crate::api::{
+    CREATED_BY_ANNOTATION, NAME_LABEL, NAMESPACE_LABEL, OWNER_ANNOTATION, owner_id,
+    owner_label_value,
+};
 
 pub use discovery::Resolved;
 pub use inventory::{ObjectRef, inventory_entry, parse_inventory_entry};
@@ -30,12 +49,13 @@ pub use prune::PruneReport;
 
 use discovery::DiscoveryCache;
 
-/// How to apply a set of objects.
+/// How to apply and prune a set of objects.
 #[derive(Clone, Debug)]
 pub struct ApplyOptions {
     /// Field manager of server-side apply (`krmsync`).
     pub field_manager: String,
-    /// Name of the owning Kustomization: value of label `krmsync.dev/name`.
+    /// Name of the owning Kustomization (label `krmsync.dev/name` holds
+    /// [`owner_label_value`] of it).
     pub owner_name: String,
     /// Namespace of the owning Kustomization: value of label `krmsync.dev/namespace`.
     pub owner_namespace: String,
@@ -43,6 +63,105 @@ pub struct ApplyOptions {
     pub default_namespace: String,
     /// How long to wait for each applied CRD to become Established.
     pub crd_establish_timeout: Duration,
+    /// Prune may delete Namespaces and CRDs that krmsync created (otherwise
+    /// they are released).
+    pub delete_namespaces_and_crds: bool,
+    /// Prune may delete every Namespace of the previous inventory at once
+    /// (when there are two or more).
+    pub allow_namespace_mass_deletion: bool,
+}
+
+impl ApplyOptions {
+    /// Options for the Kustomization `namespace/name`: field manager
+    /// `krmsync`, objects without a namespace go to `namespace`, CRDs get
+    /// 60 s to be Established, Namespaces and CRDs are never deleted.
+    pub fn new(namespace: &str, name: &str) -> ApplyOptions {
+        ApplyOptions {
+            field_manager: crate::api::FIELD_MANAGER.to_string(),
+            owner_name: name.to_string(),
+            owner_namespace: namespace.to_string(),
+            default_namespace: namespace.to_string(),
+            crd_establish_timeout: Duration::from_secs(60),
+            delete_namespaces_and_crds: false,
+            allow_namespace_mass_deletion: false,
+        }
+    }
+
+    /// `<namespace>/<name>` of the owner.
+    pub fn owner_id(&self) -> String {
+        owner_id(&self.owner_namespace, &self.owner_name)
+    }
+
+    /// The label selector matching the owner's objects.
+    pub fn selector(&self) -> String {
+        format!(
+            "{NAME_LABEL}={},{NAMESPACE_LABEL}={}",
+            owner_label_value(&self.owner_name),
+            self.owner_namespace
+        )
+    }
+
+    /// Who owns an object, judged by its metadata.
+    pub fn ownership(&self, meta: &ObjectMeta) -> Ownership {
+        let labels = meta.labels.clone().unwrap_or_default();
+        let annotations = meta.annotations.clone().unwrap_or_default();
+        let (Some(name), Some(ns)) = (labels.get(NAME_LABEL), labels.get(NAMESPACE_LABEL)) else {
+            return Ownership::None;
+        };
+        let full = annotations
+            .get(OWNER_ANNOTATION)
+            .cloned()
+            .unwrap_or_else(|| owner_id(ns, name));
+        if *name == owner_label_value(&self.owner_name)
+            && *ns == self.owner_namespace
+            && full == self.owner_id()
+        {
+            Ownership::Ours {
+                created: annotations.get(CREATED_BY_ANNOTATION) == Some(&self.owner_id()),
+            }
+        } else {
+            let (namespace, name) = match full.split_once('/') {
+                Some((n, m)) => (n.to_string(), m.to_string()),
+                None => (ns.clone(), name.clone()),
+            };
+            Ownership::Other { namespace, name }
+        }
+    }
+}
+
+/// Who owns a live object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// No krmsync owner labels.
+    None,
+    /// Ours; `created`: krmsync created it (rather than adopted it).
+    Ours { created: bool },
+    /// Another Kustomization's.
+    Other { namespace: String, name: String },
+}
+
+/// What the cluster held for a planned object before any write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Live {
+    /// It does not exist: applying creates it.
+    Absent,
+    /// It exists and is ours (`created`: we created it).
+    Ours {
+        created: bool,
+        resource_version: String,
+    },
+    /// It exists without an owner: applying adopts it.
+    Unowned,
+    /// It exists and another Kustomization owns it. `handed_over`: that
+    /// Kustomization took it over explicitly (the live object carries
+    /// `krmsync.dev/adopt: "true"`).
+    Foreign {
+        owner_namespace: String,
+        owner_name: String,
+        handed_over: bool,
+    },
+    /// Its kind is defined by a CRD of the same set and not served yet.
+    Unknown,
 }
 
 /// What applying an object did.
@@ -60,6 +179,8 @@ pub struct AppliedObject {
     /// `[group/]Kind/[namespace/]name`, e.g. `apps/Deployment/prod/web`.
     pub display: String,
     pub action: Action,
+    /// It existed without being ours and is now ours (adopted, not created).
+    pub adopted: bool,
 }
 
 /// The objects applied, in apply order.
@@ -83,14 +204,108 @@ impl ApplyReport {
         self.objects.iter().filter(|o| o.action == a).count()
     }
 
-    /// `2 created, 1 configured, 5 unchanged`.
+    /// `2 created, 1 configured, 5 unchanged` (and `, 1 adopted`).
     pub fn summary(&self) -> String {
-        format!(
+        let mut s = format!(
             "{} created, {} configured, {} unchanged",
             self.count(Action::Created),
             self.count(Action::Configured),
             self.count(Action::Unchanged)
-        )
+        );
+        let adopted = self.objects.iter().filter(|o| o.adopted).count();
+        if adopted > 0 {
+            s.push_str(&format!(", {adopted} adopted"));
+        }
+        s
+    }
+}
+
+/// An object of the plan that another Kustomization owns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignObject {
+    /// How errors name the object (`apps/v1 Deployment prod/web`).
+    pub object: String,
+    pub owner_namespace: String,
+    pub owner_name: String,
+    /// The rendered object asks to take it over (`krmsync.dev/adopt: "true"`).
+    pub adopt: bool,
+    /// Its owner took it over explicitly (the live object asks to be adopted).
+    pub handed_over: bool,
+}
+
+/// A validated set of objects with what the cluster held for each; nothing
+/// has been written. See [`Applier::plan`].
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    items: Vec<Planned>,
+}
+
+impl Plan {
+    /// The inventory the plan will have applied when it succeeds.
+    pub fn inventory(&self) -> Inventory {
+        let entries: BTreeSet<InventoryEntry> = self.items.iter().map(|p| p.oref.entry()).collect();
+        Inventory {
+            entries: entries.into_iter().collect(),
+        }
+    }
+
+    /// Objects owned by other Kustomizations.
+    pub fn foreign(&self) -> Vec<ForeignObject> {
+        self.items
+            .iter()
+            .filter_map(|p| match &p.live {
+                Live::Foreign {
+                    owner_namespace,
+                    owner_name,
+                    handed_over,
+                } => Some(ForeignObject {
+                    object: p.oref.to_string(),
+                    owner_namespace: owner_namespace.clone(),
+                    owner_name: owner_name.clone(),
+                    adopt: asks_adoption(&p.obj),
+                    handed_over: *handed_over,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Removes the objects that another Kustomization took over explicitly
+    /// (and that this render does not ask to take back): they are neither
+    /// applied nor kept in the inventory. Returns them.
+    pub fn take_handed_over(&mut self) -> Vec<ForeignObject> {
+        let gone: Vec<ForeignObject> = self
+            .foreign()
+            .into_iter()
+            .filter(|f| f.handed_over && !f.adopt)
+            .collect();
+        self.items.retain(|p| {
+            !matches!(
+                p.live,
+                Live::Foreign {
+                    handed_over: true,
+                    ..
+                }
+            ) || asks_adoption(&p.obj)
+        });
+        gone
+    }
+
+    /// Number of objects.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// What the cluster held for each object, in plan order.
+    pub fn observed(&self) -> Vec<(ObjectRef, Live)> {
+        self.items
+            .iter()
+            .map(|p| (p.oref.clone(), p.live.clone()))
+            .collect()
     }
 }
 
@@ -120,6 +335,15 @@ pub enum ApplyError {
         #[source]
         source: kube::Error,
     },
+    /// The server-side dry-run refused objects: nothing was written.
+    #[error("server-side dry-run refused {count} object(s), nothing was applied: {first}")]
+    DryRun { count: usize, first: String },
+    /// The object belongs to another Kustomization.
+    #[error("{object} belongs to Kustomization {owner}")]
+    OwnedElsewhere { object: String, owner: String },
+    /// Prune would delete every Namespace of the previous revision.
+    #[error("{0}")]
+    DeletionRefused(String),
     /// An applied CRD did not become Established in time.
     #[error("{object}: not Established within {}s{}", .timeout.as_secs_f64(), detail_suffix(.detail))]
     CrdNotEstablished {
@@ -132,6 +356,13 @@ pub enum ApplyError {
     /// Established CRD never appeared in discovery).
     #[error("timed out: {0}")]
     Timeout(String),
+}
+
+impl ApplyError {
+    /// Whether the API server answered 401 or 403 (the identity may not act).
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, ApplyError::Api { source: kube::Error::Api(s), .. } if s.code == 401 || s.code == 403)
+    }
 }
 
 fn detail_suffix(d: &Option<String>) -> String {
@@ -169,10 +400,42 @@ struct Planned {
     oref: ObjectRef,
     /// `None` until discovery knows the kind (CRD of the same set).
     resource: Option<ApiResource>,
+    live: Live,
+    /// The live object as observed (for comparison with its dry-run).
+    current: Option<Value>,
 }
 
 /// Server-side applies in flight at once within a phase.
 pub const APPLY_CONCURRENCY: usize = 8;
+
+/// Runs `jobs` with at most [`APPLY_CONCURRENCY`] in flight. After the first
+/// error no further job starts (each sees the stop flag), but every job that
+/// started runs to completion: nothing is abandoned mid-request. Returns the
+/// successful results in input order, or the first error.
+async fn run_all<T, F>(jobs: Vec<F>, stop: &AtomicBool) -> Result<Vec<T>, ApplyError>
+where
+    F: std::future::Future<Output = Option<Result<T, ApplyError>>>,
+{
+    let results: Vec<Option<Result<T, ApplyError>>> = futures::stream::iter(jobs)
+        .buffered(APPLY_CONCURRENCY)
+        .collect()
+        .await;
+    let mut out = Vec::with_capacity(results.len());
+    let mut first_err = None;
+    for r in results.into_iter().flatten() {
+        match r {
+            Ok(v) => out.push(v),
+            Err(e) => {
+                stop.store(true, Ordering::SeqCst);
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
 
 /// Applies and prunes through one client (possibly impersonating).
 #[derive(Clone)]
@@ -192,22 +455,74 @@ impl Applier {
         }
     }
 
-    /// Validates all objects, then server-side applies them in phases (see
-    /// the module documentation). Nothing is written when any object is
-    /// invalid or of an unknown kind.
+    /// [`Applier::plan`] then [`Applier::apply_plan`], refusing objects owned
+    /// by another Kustomization unless they ask to be adopted.
     pub async fn apply(
         &self,
         objects: Vec<Value>,
         opts: &ApplyOptions,
     ) -> Result<ApplyReport, ApplyError> {
+        let mut plan = self.plan(objects, opts).await?;
+        plan.take_handed_over();
+        if let Some(f) = plan
+            .foreign()
+            .into_iter()
+            .find(|f| !f.adopt && !f.handed_over)
+        {
+            return Err(ApplyError::OwnedElsewhere {
+                object: f.object,
+                owner: owner_id(&f.owner_namespace, &f.owner_name),
+            });
+        }
+        self.apply_plan(plan, opts).await
+    }
+
+    /// Validates all objects, resolves their kinds and observes what the
+    /// cluster holds for each (one labelled LIST per kind and namespace for
+    /// the objects already ours, a GET for each other one). Writes nothing.
+    pub async fn plan(&self, objects: Vec<Value>, opts: &ApplyOptions) -> Result<Plan, ApplyError> {
         self.discovery.forget_missing();
-        let plan = self.validate(objects, opts).await?;
-        let (first, rest): (Vec<Planned>, Vec<Planned>) = plan
+        let mut items = self.validate(objects, opts).await?;
+        self.observe(&mut items, opts).await?;
+        Ok(Plan { items })
+    }
+
+    /// Applies a plan (see the module documentation). Nothing is written
+    /// when any object fails validation or the dry-run.
+    pub async fn apply_plan(
+        &self,
+        plan: Plan,
+        opts: &ApplyOptions,
+    ) -> Result<ApplyReport, ApplyError> {
+        let mut items = plan.items;
+        for p in items.iter_mut() {
+            mark_ownership(p, opts);
+        }
+        // Namespaces this set creates: objects in them cannot be dry-run yet.
+        let new_namespaces: HashSet<String> = items
+            .iter()
+            .filter(|p| p.oref.is_namespace() && p.live == Live::Absent)
+            .map(|p| p.oref.name.clone())
+            .collect();
+        let dry_now = |p: &Planned| {
+            p.resource.is_some()
+                && p.oref
+                    .namespace
+                    .as_ref()
+                    .is_none_or(|ns| !new_namespaces.contains(ns))
+        };
+        let (now, later): (Vec<&Planned>, Vec<&Planned>) = items.iter().partition(|p| dry_now(p));
+        let mut unchanged = self.dry_run(&now, opts).await?;
+        let later: Vec<Planned> = later.into_iter().cloned().collect();
+
+        let (first, rest): (Vec<Planned>, Vec<Planned>) = items
             .into_iter()
             .partition(|p| p.oref.is_crd() || p.oref.is_namespace());
         let mut report = ApplyReport::default();
         let crds: Vec<Planned> = first.iter().filter(|p| p.oref.is_crd()).cloned().collect();
-        report.objects.extend(self.apply_phase(&first, opts).await?);
+        report
+            .objects
+            .extend(self.apply_phase(&first, &unchanged, opts).await?);
         let deadline = tokio::time::Instant::now() + opts.crd_establish_timeout;
         for crd in &crds {
             self.wait_established(crd, deadline, opts.crd_establish_timeout)
@@ -226,12 +541,21 @@ impl Applier {
                 p.resource = Some(self.await_discovery(&p.oref, deadline).await?);
             }
         }
-        report.objects.extend(self.apply_phase(&rest, opts).await?);
+        // what could not be dry-run before the first phase can be now
+        let deferred: HashSet<String> = later.iter().map(|p| p.oref.entry().id).collect();
+        let deferred: Vec<&Planned> = rest
+            .iter()
+            .filter(|p| deferred.contains(&p.oref.entry().id))
+            .collect();
+        unchanged.extend(self.dry_run(&deferred, opts).await?);
+        report
+            .objects
+            .extend(self.apply_phase(&rest, &unchanged, opts).await?);
         Ok(report)
     }
 
-    /// Deletes the entries of `previous` that are not in `current`; see
-    /// [`prune::prune`].
+    /// Deletes (or releases) the entries of `previous` that are not in
+    /// `current`; see [`prune::prune`].
     pub async fn prune(
         &self,
         previous: &Inventory,
@@ -329,13 +653,110 @@ impl Applier {
                     reason: "the object appears more than once in the set".into(),
                 });
             }
+            let live = if resource.is_some() {
+                Live::Absent
+            } else {
+                Live::Unknown
+            };
             plan.push(Planned {
                 obj,
                 oref,
                 resource,
+                live,
+                current: None,
             });
         }
         Ok(plan)
+    }
+
+    /// Fills in [`Planned::live`]: one labelled LIST of metadata per kind and
+    /// namespace finds the objects already ours; every other object is
+    /// looked up with a GET (at most [`APPLY_CONCURRENCY`] at once).
+    async fn observe(&self, items: &mut [Planned], opts: &ApplyOptions) -> Result<(), ApplyError> {
+        let mut ours: HashMap<(String, String, Option<String>), HashMap<String, DynamicObject>> =
+            HashMap::new();
+        for p in items.iter() {
+            let Some(resource) = &p.resource else {
+                continue;
+            };
+            let key = (
+                resource.api_version.clone(),
+                resource.plural.clone(),
+                p.oref.namespace.clone(),
+            );
+            if ours.contains_key(&key) {
+                continue;
+            }
+            let api = self.api_for(resource, &p.oref);
+            let lp = ListParams::default().labels(&opts.selector());
+            let found = match api.list(&lp).await {
+                Ok(list) => list
+                    .items
+                    .into_iter()
+                    .filter_map(|o| Some((o.metadata.name.clone()?, o)))
+                    .collect(),
+                // not listable with these rights: a GET per object instead
+                Err(_) => HashMap::new(),
+            };
+            ours.insert(key, found);
+        }
+        let mut unknown = Vec::new();
+        for (i, p) in items.iter_mut().enumerate() {
+            let Some(resource) = &p.resource else {
+                continue;
+            };
+            let listed = ours
+                .get(&(
+                    resource.api_version.clone(),
+                    resource.plural.clone(),
+                    p.oref.namespace.clone(),
+                ))
+                .and_then(|m| m.get(&p.oref.name));
+            match listed {
+                Some(o) => {
+                    p.live = live_of(&o.metadata, opts);
+                    p.current = serde_json::to_value(o).ok();
+                }
+                None => unknown.push(i),
+            }
+        }
+        let stop = AtomicBool::new(false);
+        let mut jobs = Vec::with_capacity(unknown.len());
+        for &i in &unknown {
+            let p = &items[i];
+            let stop = &stop;
+            jobs.push(async move {
+                if stop.load(Ordering::SeqCst) {
+                    return None;
+                }
+                Some(self.get_live(p, opts).await.map(|l| (i, l)))
+            });
+        }
+        for (i, (live, current)) in run_all(jobs, &stop).await? {
+            items[i].live = live;
+            items[i].current = current;
+        }
+        Ok(())
+    }
+
+    /// What the cluster holds for one object (a GET).
+    async fn get_live(
+        &self,
+        p: &Planned,
+        opts: &ApplyOptions,
+    ) -> Result<(Live, Option<Value>), ApplyError> {
+        let Some(resource) = &p.resource else {
+            return Ok((Live::Unknown, None));
+        };
+        let api = self.api_for(resource, &p.oref);
+        match api.get_opt(&p.oref.name).await {
+            Ok(Some(o)) => Ok((live_of(&o.metadata, opts), serde_json::to_value(&o).ok())),
+            Ok(None) => Ok((Live::Absent, None)),
+            Err(source) => Err(ApplyError::Api {
+                object: p.oref.to_string(),
+                source,
+            }),
+        }
     }
 
     fn api_for(&self, resource: &ApiResource, oref: &ObjectRef) -> Api<DynamicObject> {
@@ -345,73 +766,108 @@ impl Applier {
         }
     }
 
-    /// Applies a phase: the `resourceVersion`s of objects already ours come
-    /// from one labelled LIST per kind and namespace (so a steady-state
-    /// apply costs one request per object), then up to
-    /// [`APPLY_CONCURRENCY`] server-side applies run at once; results keep
-    /// the input order and the first error is returned.
+    /// Server-side dry-run of `items` (all of them, even after a refusal,
+    /// so the error counts them); writes nothing. Returns the inventory ids
+    /// of the objects whose dry-run result equals the live object: applying
+    /// them would change nothing, so the real apply is skipped.
+    async fn dry_run(
+        &self,
+        items: &[&Planned],
+        opts: &ApplyOptions,
+    ) -> Result<HashSet<String>, ApplyError> {
+        let params = PatchParams {
+            dry_run: true,
+            ..PatchParams::apply(&opts.field_manager).force()
+        };
+        let mut jobs = Vec::with_capacity(items.len());
+        for p in items {
+            let params = &params;
+            jobs.push(async move {
+                let resource = p.resource.as_ref()?;
+                let api = self.api_for(resource, &p.oref);
+                match api.patch(&p.oref.name, params, &Patch::Apply(&p.obj)).await {
+                    Ok(after) => {
+                        let same = matches!(p.live, Live::Ours { .. })
+                            && p.current.as_ref().is_some_and(|c| {
+                                serde_json::to_value(&after)
+                                    .is_ok_and(|a| comparable(&a) == comparable(c))
+                            });
+                        same.then(|| Ok(p.oref.entry().id))
+                    }
+                    Err(source) => Some(Err(ApplyError::Api {
+                        object: p.oref.to_string(),
+                        source,
+                    })),
+                }
+            });
+        }
+        let results: Vec<Result<String, ApplyError>> = futures::stream::iter(jobs)
+            .buffered(APPLY_CONCURRENCY)
+            .filter_map(|e| async move { e })
+            .collect()
+            .await;
+        let mut unchanged = HashSet::new();
+        let mut errors = Vec::new();
+        for r in results {
+            match r {
+                Ok(id) => {
+                    unchanged.insert(id);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        match errors.len() {
+            0 => Ok(unchanged),
+            // one refusal: report it as is (its kind and status code matter)
+            1 => Err(errors.into_iter().next().expect("one error")),
+            count => Err(ApplyError::DryRun {
+                count,
+                first: errors[0].to_string(),
+            }),
+        }
+    }
+
+    /// Applies a phase, up to [`APPLY_CONCURRENCY`] at once; results keep
+    /// the input order. After a failure no new apply starts and the ones in
+    /// flight complete; the first error is returned.
     async fn apply_phase(
         &self,
         phase: &[Planned],
+        unchanged: &HashSet<String>,
         opts: &ApplyOptions,
     ) -> Result<Vec<AppliedObject>, ApplyError> {
-        let mut known: HashMap<(String, String, Option<String>), HashMap<String, String>> =
-            HashMap::new();
-        for p in phase {
-            let Some(resource) = &p.resource else {
-                continue;
-            };
-            let key = (
-                resource.api_version.clone(),
-                resource.plural.clone(),
-                p.oref.namespace.clone(),
-            );
-            if known.contains_key(&key) {
-                continue;
-            }
-            let api = self.api_for(resource, &p.oref);
-            let lp = ListParams::default().labels(&format!(
-                "{NAME_LABEL}={},{NAMESPACE_LABEL}={}",
-                opts.owner_name, opts.owner_namespace
-            ));
-            let versions = match api.list_metadata(&lp).await {
-                Ok(list) => list
-                    .items
-                    .into_iter()
-                    .filter_map(|o| Some((o.metadata.name?, o.metadata.resource_version?)))
-                    .collect(),
-                // not listable with these rights: fall back to a GET per object
-                Err(_) => HashMap::new(),
-            };
-            known.insert(key, versions);
-        }
+        let stop = AtomicBool::new(false);
         // collected first: a lazy iterator of borrowing futures would make
         // the stream's Send bound unprovable for the controller's task
         let mut jobs = Vec::with_capacity(phase.len());
         for p in phase {
-            let before = p.resource.as_ref().and_then(|r| {
-                known
-                    .get(&(
-                        r.api_version.clone(),
-                        r.plural.clone(),
-                        p.oref.namespace.clone(),
-                    ))
-                    .and_then(|m| m.get(&p.oref.name).cloned())
+            let stop = &stop;
+            jobs.push(async move {
+                if stop.load(Ordering::SeqCst) {
+                    return None;
+                }
+                if unchanged.contains(&p.oref.entry().id) {
+                    return Some(Ok(AppliedObject {
+                        entry: p.oref.entry(),
+                        display: p.oref.display(),
+                        action: Action::Unchanged,
+                        adopted: false,
+                    }));
+                }
+                let r = self.apply_one(p, opts).await;
+                if r.is_err() {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                Some(r)
             });
-            jobs.push(self.apply_one(p, before, opts));
         }
-        futures::stream::iter(jobs)
-            .buffered(APPLY_CONCURRENCY)
-            .try_collect()
-            .await
+        run_all(jobs, &stop).await
     }
 
-    /// Applies one object. `known_version`: its `resourceVersion` when a
-    /// LIST already found it (otherwise a GET tells created from updated).
+    /// Applies one object.
     async fn apply_one(
         &self,
         p: &Planned,
-        known_version: Option<String>,
         opts: &ApplyOptions,
     ) -> Result<AppliedObject, ApplyError> {
         let api_err = |source| ApplyError::Api {
@@ -429,19 +885,39 @@ impl Applier {
             }
         };
         let api = self.api_for(&resource, &p.oref);
-        let before = match known_version {
-            Some(v) => Some(v),
-            None => api
-                .get_metadata_opt(&p.oref.name)
-                .await
-                .map_err(api_err)?
-                .and_then(|o| o.metadata.resource_version),
+        // kinds of this set's CRDs were not observed during planning
+        let mut obj = p.obj.clone();
+        let live = match &p.live {
+            Live::Unknown => {
+                let mut q = p.clone();
+                q.resource = Some(resource.clone());
+                let (live, _) = self.get_live(&q, opts).await?;
+                q.live = live.clone();
+                mark_ownership(&mut q, opts);
+                obj = q.obj;
+                live
+            }
+            l => l.clone(),
+        };
+        let before = match &live {
+            Live::Foreign {
+                owner_namespace,
+                owner_name,
+                ..
+            } if !asks_adoption(&p.obj) && matches!(p.live, Live::Unknown) => {
+                return Err(ApplyError::OwnedElsewhere {
+                    object: p.oref.to_string(),
+                    owner: owner_id(owner_namespace, owner_name),
+                });
+            }
+            Live::Ours {
+                resource_version, ..
+            } => Some(resource_version.clone()),
+            Live::Absent => None,
+            _ => Some(String::new()),
         };
         let params = PatchParams::apply(&opts.field_manager).force();
-        let after = match api
-            .patch(&p.oref.name, &params, &Patch::Apply(&p.obj))
-            .await
-        {
+        let after = match api.patch(&p.oref.name, &params, &Patch::Apply(&obj)).await {
             Ok(after) => after,
             Err(e) => {
                 if matches!(&e, kube::Error::Api(s) if s.code == 404) {
@@ -460,6 +936,7 @@ impl Applier {
             entry: p.oref.entry(),
             display: p.oref.display(),
             action,
+            adopted: matches!(live, Live::Unowned | Live::Foreign { .. }),
         })
     }
 
@@ -678,11 +1155,72 @@ fn prepare(obj: &mut Value, oref: &ObjectRef, opts: &ApplyOptions) {
         *labels = Value::Object(Default::default());
     }
     if let Some(labels) = labels.as_object_mut() {
-        labels.insert(NAME_LABEL.into(), Value::String(opts.owner_name.clone()));
+        labels.insert(
+            NAME_LABEL.into(),
+            Value::String(owner_label_value(&opts.owner_name)),
+        );
         labels.insert(
             NAMESPACE_LABEL.into(),
             Value::String(opts.owner_namespace.clone()),
         );
+    }
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !annotations.is_object() {
+        *annotations = Value::Object(Default::default());
+    }
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(OWNER_ANNOTATION.into(), Value::String(opts.owner_id()));
+        // only krmsync decides what it created (see mark_ownership): a
+        // rendered object cannot claim it and so get a pre-existing object
+        // deleted later
+        a.remove(CREATED_BY_ANNOTATION);
+    }
+}
+
+/// The live state of an object from its metadata.
+fn live_of(meta: &ObjectMeta, opts: &ApplyOptions) -> Live {
+    match opts.ownership(meta) {
+        Ownership::None => Live::Unowned,
+        Ownership::Ours { created } => Live::Ours {
+            created,
+            resource_version: meta.resource_version.clone().unwrap_or_default(),
+        },
+        Ownership::Other { namespace, name } => Live::Foreign {
+            owner_namespace: namespace,
+            owner_name: name,
+            handed_over: meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(crate::api::ADOPT_ANNOTATION))
+                .is_some_and(|v| v == "true"),
+        },
+    }
+}
+
+/// An object without what changes on every write (managedFields
+/// timestamps, resourceVersion), to tell whether an apply changes anything.
+fn comparable(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+        m.remove("resourceVersion");
+    }
+    o
+}
+
+/// Whether a (rendered) object carries `krmsync.dev/adopt: "true"`.
+fn asks_adoption(obj: &Value) -> bool {
+    obj["metadata"]["annotations"][crate::api::ADOPT_ANNOTATION] == "true"
+}
+
+/// Adds `krmsync.dev/created-by` to an object krmsync creates (or created
+/// earlier), so that prune and deletion know it may be deleted.
+fn mark_ownership(p: &mut Planned, opts: &ApplyOptions) {
+    let created = matches!(p.live, Live::Absent | Live::Ours { created: true, .. });
+    if created && let Some(a) = p.obj["metadata"]["annotations"].as_object_mut() {
+        a.insert(CREATED_BY_ANNOTATION.into(), Value::String(opts.owner_id()));
     }
 }
 
@@ -693,11 +1231,9 @@ mod tests {
 
     fn opts() -> ApplyOptions {
         ApplyOptions {
-            field_manager: "krmsync".into(),
-            owner_name: "app".into(),
-            owner_namespace: "flux".into(),
             default_namespace: "prod".into(),
             crd_establish_timeout: Duration::from_secs(1),
+            ..ApplyOptions::new("flux", "app")
         }
     }
 
@@ -769,6 +1305,102 @@ mod tests {
         };
         prepare(&mut ns, &oref, &opts());
         assert!(ns["metadata"].get("namespace").is_none());
+        assert_eq!(ns["metadata"]["annotations"][OWNER_ANNOTATION], "flux/app");
+    }
+
+    #[test]
+    fn rendered_objects_cannot_claim_to_be_created_by_krmsync() {
+        let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "annotations": {CREATED_BY_ANNOTATION: "flux/app"}}});
+        let oref = ObjectRef {
+            group: "".into(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("prod".into()),
+            name: "c".into(),
+        };
+        prepare(&mut obj, &oref, &opts());
+        assert!(
+            obj["metadata"]["annotations"]
+                .get(CREATED_BY_ANNOTATION)
+                .is_none()
+        );
+        let mut p = Planned {
+            obj,
+            oref,
+            resource: None,
+            live: Live::Unowned,
+            current: None,
+        };
+        mark_ownership(&mut p, &opts());
+        assert!(
+            p.obj["metadata"]["annotations"]
+                .get(CREATED_BY_ANNOTATION)
+                .is_none()
+        );
+        p.live = Live::Absent;
+        mark_ownership(&mut p, &opts());
+        assert_eq!(
+            p.obj["metadata"]["annotations"][CREATED_BY_ANNOTATION],
+            "flux/app"
+        );
+    }
+
+    #[test]
+    fn long_owner_names_are_hashed_in_labels_and_kept_whole_in_the_annotation() {
+        let long = "k".repeat(80);
+        let o = ApplyOptions::new("team-a", &long);
+        let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let oref = ObjectRef {
+            group: "".into(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("team-a".into()),
+            name: "c".into(),
+        };
+        prepare(&mut obj, &oref, &o);
+        let label = obj["metadata"]["labels"][NAME_LABEL].as_str().unwrap();
+        assert!(label.len() <= 63);
+        assert_eq!(
+            obj["metadata"]["annotations"][OWNER_ANNOTATION],
+            format!("team-a/{long}")
+        );
+        assert!(o.selector().contains(label));
+        let meta: ObjectMeta = serde_json::from_value(obj["metadata"].clone()).unwrap();
+        assert_eq!(o.ownership(&meta), Ownership::Ours { created: false });
+        // same hashed label, another full name: not ours
+        let other = ApplyOptions::new("team-a", &format!("{long}x"));
+        assert!(matches!(other.ownership(&meta), Ownership::Other { .. }));
+    }
+
+    #[test]
+    fn ownership_reads_labels_and_annotations() {
+        let o = ApplyOptions::new("flux", "app");
+        let meta = |v: Value| -> ObjectMeta { serde_json::from_value(v).unwrap() };
+        assert_eq!(o.ownership(&meta(json!({"name": "x"}))), Ownership::None);
+        assert_eq!(
+            o.ownership(&meta(
+                json!({"labels": {NAME_LABEL: "app", NAMESPACE_LABEL: "flux"},
+                "annotations": {CREATED_BY_ANNOTATION: "flux/app"}})
+            )),
+            Ownership::Ours { created: true }
+        );
+        assert_eq!(
+            o.ownership(&meta(
+                json!({"labels": {NAME_LABEL: "app", NAMESPACE_LABEL: "flux"},
+                "annotations": {CREATED_BY_ANNOTATION: "other/app"}})
+            )),
+            Ownership::Ours { created: false }
+        );
+        assert_eq!(
+            o.ownership(&meta(
+                json!({"labels": {NAME_LABEL: "app", NAMESPACE_LABEL: "team-b"}})
+            )),
+            Ownership::Other {
+                namespace: "team-b".into(),
+                name: "app".into()
+            }
+        );
     }
 
     #[test]
@@ -783,25 +1415,32 @@ mod tests {
                     entry: e("b_x__ConfigMap"),
                     display: "ConfigMap/b/x".into(),
                     action: Action::Created,
+                    adopted: false,
                 },
                 AppliedObject {
                     entry: e("a_x__ConfigMap"),
                     display: "ConfigMap/a/x".into(),
                     action: Action::Unchanged,
+                    adopted: false,
                 },
                 AppliedObject {
                     entry: e("a_x__ConfigMap"),
                     display: "ConfigMap/a/x".into(),
                     action: Action::Unchanged,
+                    adopted: false,
                 },
                 AppliedObject {
                     entry: e("c_x__ConfigMap"),
                     display: "ConfigMap/c/x".into(),
                     action: Action::Configured,
+                    adopted: true,
                 },
             ],
         };
-        assert_eq!(report.summary(), "1 created, 1 configured, 2 unchanged");
+        assert_eq!(
+            report.summary(),
+            "1 created, 1 configured, 2 unchanged, 1 adopted"
+        );
         assert_eq!(
             report.inventory().entries,
             vec![
