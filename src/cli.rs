@@ -141,6 +141,28 @@ struct ControllerArgs {
         default_value = "/tmp/krmsync"
     )]
     work_dir: PathBuf,
+    /// ServiceAccount (in each Kustomization's namespace) to act as when a
+    /// Kustomization names none in spec.serviceAccountName.
+    #[arg(
+        long = "default-service-account",
+        env = "KRMSYNC_DEFAULT_SERVICE_ACCOUNT"
+    )]
+    default_service_account: Option<String>,
+    /// Multi-tenant lockdown: never act as the controller itself; a
+    /// Kustomization without a ServiceAccount (and no
+    /// --default-service-account) fails with reason ServiceAccountRequired.
+    #[arg(
+        long = "require-service-account",
+        env = "KRMSYNC_REQUIRE_SERVICE_ACCOUNT"
+    )]
+    require_service_account: bool,
+    /// Accept http:// and file:// sources (they let a Kustomization read
+    /// the controller's files or reach internal addresses). Off by default.
+    #[arg(
+        long = "allow-insecure-sources",
+        env = "KRMSYNC_ALLOW_INSECURE_SOURCES"
+    )]
+    allow_insecure_sources: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -179,8 +201,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .map_err(|e| format!("--log-level '{level}': {e}"))?;
+    // colours only on a terminal (`kubectl logs` shows escape codes verbatim)
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder.json().try_init(),
@@ -202,6 +226,9 @@ fn controller_command(a: ControllerArgs) -> Result<(), String> {
             .unwrap_or_else(|| "krmsync-system".to_string()),
         watch_namespace: a.watch_namespace,
         work_dir: a.work_dir,
+        default_service_account: a.default_service_account.filter(|s| !s.is_empty()),
+        require_service_account: a.require_service_account,
+        allow_insecure_sources: a.allow_insecure_sources,
     };
     runtime()?
         .block_on(crate::controller::run::run(opts))

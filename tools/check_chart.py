@@ -447,6 +447,7 @@ def main():
     docs, notes = render_chart(
         {
             "rbac": {"clusterAdmin": False},
+            "tenancy": {"requireServiceAccount": True, "defaultServiceAccount": "deployer"},
             "leaderElection": {"enabled": False},
             "watchNamespace": "team-a",
             "image": {"tag": "v9"},
@@ -471,6 +472,15 @@ def main():
     check(
         {"name": "KRMSYNC_WATCH_NAMESPACE", "value": "team-a"} in c["env"],
         "watchNamespace must set KRMSYNC_WATCH_NAMESPACE",
+    )
+    for name, value in [
+        ("KRMSYNC_REQUIRE_SERVICE_ACCOUNT", "true"),
+        ("KRMSYNC_DEFAULT_SERVICE_ACCOUNT", "deployer"),
+    ]:
+        check({"name": name, "value": value} in c["env"], f"tenancy values must set {name}")
+    check(
+        not any(e["name"] == "KRMSYNC_ALLOW_INSECURE_SOURCES" for e in c["env"]),
+        "insecure sources stay refused by default",
     )
     check(dep["spec"]["template"]["metadata"].get("annotations") == {"a": "b"}, "podAnnotations")
     check(pod.get("nodeSelector") == {"kubernetes.io/os": "linux"}, "nodeSelector")

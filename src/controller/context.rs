@@ -26,6 +26,14 @@ pub struct Settings {
     pub crd_establish_timeout: Duration,
     /// Upper bound of `spec.timeout` when it is not set.
     pub default_timeout: Duration,
+    /// ServiceAccount (of the Kustomization's namespace) to impersonate for
+    /// Kustomizations that name none (`--default-service-account`).
+    pub default_service_account: Option<String>,
+    /// Refuse Kustomizations that would run as the controller itself
+    /// (`--require-service-account`, the multi-tenant lockdown).
+    pub require_service_account: bool,
+    /// Accept `http://` and `file://` sources (`--allow-insecure-sources`).
+    pub allow_insecure_sources: bool,
 }
 
 impl Default for Settings {
@@ -35,6 +43,9 @@ impl Default for Settings {
             limits: Limits::default(),
             crd_establish_timeout: Duration::from_secs(60),
             default_timeout: Duration::from_secs(600),
+            default_service_account: None,
+            require_service_account: false,
+            allow_insecure_sources: false,
         }
     }
 }
@@ -85,9 +96,24 @@ impl Context {
         metrics: Arc<Metrics>,
         settings: Settings,
     ) -> Result<Context, super::Error> {
+        let allow_insecure = settings.allow_insecure_sources;
         let http = reqwest::Client::builder()
             .user_agent(concat!("krmsync/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(30))
+            // a redirect must not lead an https source to http:// (or
+            // anywhere else) unless insecure sources are allowed
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= 5 {
+                    attempt.error("more than 5 redirects")
+                } else if attempt.url().scheme() != "https" && !allow_insecure {
+                    let to = attempt.url().to_string();
+                    attempt.error(format!(
+                        "redirect to '{to}' refused: only https:// is allowed (--allow-insecure-sources)"
+                    ))
+                } else {
+                    attempt.follow()
+                }
+            }))
             .build()
             .map_err(|e| super::Error::Invalid(format!("HTTP client: {e}")))?;
         let reporter = Reporter {
@@ -109,8 +135,9 @@ impl Context {
         })
     }
 
-    /// The client to apply and prune with: the controller's own, or one
-    /// impersonating `system:serviceaccount:<namespace>:<name>`.
+    /// The client a Kustomization acts with (source Secrets, apply, prune,
+    /// stored manifests): the controller's own, or one impersonating
+    /// `system:serviceaccount:<namespace>:<name>`.
     pub fn client_for(
         &self,
         namespace: &str,

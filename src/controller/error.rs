@@ -21,6 +21,9 @@ pub enum Error {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     InvalidSpec(String),
+    ServiceAccountRequired(String),
+    OwnershipConflict(String),
+    DeletionRefused(String),
     CatalogNotFound(String),
     CatalogNotAllowed(String),
     CatalogNotReady(String),
@@ -36,6 +39,9 @@ impl Failure {
     pub fn reason(&self) -> Reason {
         match self {
             Failure::InvalidSpec(_) => Reason::InvalidSpec,
+            Failure::ServiceAccountRequired(_) => Reason::ServiceAccountRequired,
+            Failure::OwnershipConflict(_) => Reason::OwnershipConflict,
+            Failure::DeletionRefused(_) => Reason::DeletionRefused,
             Failure::CatalogNotFound(_) => Reason::CatalogNotFound,
             Failure::CatalogNotAllowed(_) => Reason::CatalogNotAllowed,
             Failure::CatalogNotReady(_) => Reason::CatalogNotReady,
@@ -51,6 +57,9 @@ impl Failure {
     pub fn message(&self) -> &str {
         match self {
             Failure::InvalidSpec(m)
+            | Failure::ServiceAccountRequired(m)
+            | Failure::OwnershipConflict(m)
+            | Failure::DeletionRefused(m)
             | Failure::CatalogNotFound(m)
             | Failure::CatalogNotAllowed(m)
             | Failure::CatalogNotReady(m)
@@ -69,13 +78,20 @@ impl Failure {
     pub fn before_apply(&self) -> bool {
         !matches!(
             self,
-            Failure::Apply(_) | Failure::Prune(_) | Failure::Storage(_)
+            Failure::Apply(_)
+                | Failure::Prune(_)
+                | Failure::Storage(_)
+                | Failure::OwnershipConflict(_)
+                | Failure::DeletionRefused(_)
         )
     }
 
     /// Whether retrying cannot help until the spec changes (kstatus `Stalled`).
     pub fn stalls(&self) -> bool {
-        matches!(self, Failure::InvalidSpec(_))
+        matches!(
+            self,
+            Failure::InvalidSpec(_) | Failure::ServiceAccountRequired(_)
+        )
     }
 }
 

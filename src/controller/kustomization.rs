@@ -11,13 +11,13 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
@@ -26,9 +26,12 @@ use super::error::{Error, Failure};
 use super::render::render_tree;
 use super::{status, storage};
 use crate::api::condition::{ConditionType, Reason, remove_condition, set_condition};
-use crate::api::kustomization::{DeletionPolicy, Inventory, KustomizationStatus};
-use crate::api::{FIELD_MANAGER, FINALIZER, Kustomization, RECONCILE_AT_ANNOTATION};
-use crate::apply::{Action as ApplyAction, Applier, ApplyOptions};
+use crate::api::kustomization::{DeletionPolicy, Inventory, InventoryEntry, KustomizationStatus};
+use crate::api::{
+    ADOPT_ANNOTATION, ALLOW_NAMESPACE_MASS_DELETION_ANNOTATION, FINALIZER, Kustomization,
+    RECONCILE_AT_ANNOTATION, owner_id,
+};
+use crate::apply::{Action as ApplyAction, Applier, ApplyError, ApplyOptions};
 use crate::source::{self, Fetched, GitAuth, GitReference};
 
 /// Workspace key of a Kustomization.
@@ -145,7 +148,12 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
         prev = progressing;
     }
     let mut st = prev.clone();
-    let outcome = pipeline(k, ctx, &mut st).await;
+    let mut cp = Checkpoint {
+        api: &api,
+        name: k.name_any(),
+        written: prev.clone(),
+    };
+    let outcome = pipeline(k, ctx, &mut st, &mut cp).await;
     let t = now();
     st.observed_generation = generation;
     st.last_handled_reconcile_at = k.annotations().get(RECONCILE_AT_ANNOTATION).cloned();
@@ -223,7 +231,7 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
         }
     };
     ctx.metrics.record_result(success, reason.as_str());
-    status::write(&api, &k.name_any(), Some(&prev), &st).await?;
+    status::write(&api, &k.name_any(), Some(&cp.written), &st).await?;
     ctx.with_memory(&mkey, |m| {
         m.fingerprint = fingerprint;
         m.next_due = Some(Instant::now() + next);
@@ -256,20 +264,108 @@ fn fingerprint(k: &Kustomization, ctx: &Context) -> String {
     parts.join("|")
 }
 
+/// Status writes in the middle of a reconcile (the inventory recorded
+/// before the first write of a revision), through [`status::write`].
+struct Checkpoint<'a> {
+    api: &'a Api<Kustomization>,
+    name: String,
+    /// What the API server has.
+    written: KustomizationStatus,
+}
+
+impl Checkpoint<'_> {
+    async fn write(&mut self, st: &KustomizationStatus) -> Result<(), kube::Error> {
+        status::write(self.api, &self.name, Some(&self.written), st).await?;
+        self.written = st.clone();
+        Ok(())
+    }
+}
+
+/// The ServiceAccount a Kustomization acts as: its own
+/// `spec.serviceAccountName`, else the controller's default; `None` means
+/// the controller's identity, which the lockdown refuses.
+fn service_account(k: &Kustomization, ctx: &Context) -> Result<Option<String>, Failure> {
+    if let Some(sa) = &k.spec.service_account_name {
+        return Ok(Some(sa.clone()));
+    }
+    if let Some(sa) = &ctx.settings.default_service_account {
+        return Ok(Some(sa.clone()));
+    }
+    if ctx.settings.require_service_account {
+        return Err(Failure::ServiceAccountRequired(
+            "spec.serviceAccountName: this controller runs with --require-service-account \
+             and no --default-service-account: name a ServiceAccount of this namespace \
+             whose RBAC allows what the bundle creates"
+                .into(),
+        ));
+    }
+    Ok(None)
+}
+
+/// Refuses `http://` and `file://` sources unless the operator allowed them.
+fn check_source_policy(k: &Kustomization, ctx: &Context) -> Result<(), Failure> {
+    if ctx.settings.allow_insecure_sources {
+        return Ok(());
+    }
+    let src = &k.spec.source;
+    let url = src
+        .git
+        .as_ref()
+        .map(|g| ("spec.source.git.url", g.url.as_str()))
+        .or_else(|| {
+            src.http
+                .as_ref()
+                .map(|h| ("spec.source.http.url", h.url.as_str()))
+        });
+    if let Some((field, url)) = url
+        && !url.starts_with("https://")
+    {
+        return Err(Failure::InvalidSpec(format!(
+            "{field}: '{}' is refused: only https:// sources are allowed on this controller \
+             (file:// and http:// need --allow-insecure-sources)",
+            source::redact_url(url)
+        )));
+    }
+    Ok(())
+}
+
+fn apply_options(k: &Kustomization, ctx: &Context) -> ApplyOptions {
+    ApplyOptions {
+        default_namespace: k.spec.target_namespace.clone().unwrap_or_else(|| k.ns()),
+        crd_establish_timeout: ctx.settings.crd_establish_timeout,
+        delete_namespaces_and_crds: k.spec.delete_namespaces_and_crds,
+        allow_namespace_mass_deletion: k
+            .annotations()
+            .get(ALLOW_NAMESPACE_MASS_DELETION_ANNOTATION)
+            .is_some_and(|v| v == "true"),
+        ..ApplyOptions::new(&k.ns(), &k.name_any())
+    }
+}
+
 /// Fetch, render, apply, prune, store. Fills `st`; returns the Ready message.
 async fn pipeline(
     k: &Kustomization,
     ctx: &Context,
     st: &mut KustomizationStatus,
+    cp: &mut Checkpoint<'_>,
 ) -> Result<String, Failure> {
     let generation = k.metadata.generation;
     k.validate().map_err(Failure::InvalidSpec)?;
+    check_source_policy(k, ctx)?;
+    let sa = service_account(k, ctx)?;
+    let client = ctx
+        .client_for(&k.ns(), sa.as_deref())
+        .map_err(|e| Failure::Apply(e.to_string()))?;
     let deadline = Instant::now() + timeout(k, ctx);
     let catalogs = check_catalogs(k, ctx).await?;
 
-    let fetched = within(deadline, "fetching the source", fetch(k, ctx))
-        .await
-        .map_err(Failure::Source)??;
+    let fetched = within(
+        deadline,
+        "fetching the source",
+        fetch(k, ctx, &client, deadline),
+    )
+    .await
+    .map_err(Failure::Source)??;
     st.last_attempted_revision = Some(fetched.revision.clone());
 
     // render, unless revision, spec and catalogs are unchanged
@@ -296,12 +392,15 @@ async fn pipeline(
         }
         None => {
             let started = Instant::now();
-            let permit = ctx
-                .render_slots
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(|e| Failure::Render(e.to_string()))?;
+            // waiting for a render slot counts against spec.timeout too
+            let permit = within(
+                deadline,
+                "waiting for a render slot",
+                ctx.render_slots.clone().acquire_owned(),
+            )
+            .await
+            .map_err(Failure::Render)?
+            .map_err(|e| Failure::Render(e.to_string()))?;
             let dir = fetched.dir.clone();
             let path = k.spec.path.clone();
             let tns = k.spec.target_namespace.clone();
@@ -336,27 +435,40 @@ async fn pipeline(
         now(),
     );
 
-    // apply, then prune: only after everything applied
+    // plan: validate every object and read what the cluster holds
     let started = Instant::now();
-    let client = ctx
-        .client_for(&k.ns(), k.spec.service_account_name.as_deref())
-        .map_err(|e| Failure::Apply(e.to_string()))?;
-    let applier = Applier::new(client);
-    let opts = ApplyOptions {
-        field_manager: FIELD_MANAGER.to_string(),
-        owner_name: k.name_any(),
-        owner_namespace: k.ns(),
-        default_namespace: k.spec.target_namespace.clone().unwrap_or_else(|| k.ns()),
-        crd_establish_timeout: ctx.settings.crd_establish_timeout,
-    };
-    let report = within(
+    let applier = Applier::new(client.clone());
+    let opts = apply_options(k, ctx);
+    let mut plan = within(
         deadline,
-        "applying",
-        applier.apply(render.output.objects.clone(), &opts),
+        "reading the live objects",
+        applier.plan(render.output.objects.clone(), &opts),
     )
     .await
     .map_err(Failure::Apply)?
     .map_err(|e| Failure::Apply(e.to_string()))?;
+    let handed_over = plan.take_handed_over();
+    check_ownership(k, ctx, &plan).await?;
+
+    // crash consistency: before the first write of a revision, the
+    // recorded inventory covers everything it may create
+    let planned = plan.inventory();
+    let mut recorded = st.inventory.clone().unwrap_or_default();
+    if !planned.entries.iter().all(|e| recorded.entries.contains(e)) {
+        recorded = union(&recorded, &planned);
+        st.inventory = Some(recorded.clone());
+        cp.write(st).await.map_err(|e| {
+            Failure::Apply(format!(
+                "recording the inventory before applying (nothing was applied): {e}"
+            ))
+        })?;
+    }
+
+    // apply (dry-run first), then prune: only after everything applied
+    let report = within(deadline, "applying", applier.apply_plan(plan, &opts))
+        .await
+        .map_err(Failure::Apply)?
+        .map_err(|e| Failure::Apply(e.to_string()))?;
     let inventory = report.inventory();
     for (action, label) in [
         (ApplyAction::Created, "created"),
@@ -374,33 +486,84 @@ async fn pipeline(
         }
     }
     let mut summary = report.summary();
+    let mut lost: std::collections::BTreeSet<String> = handed_over
+        .iter()
+        .map(|f| {
+            format!(
+                "{} (taken over by {})",
+                f.object,
+                owner_id(&f.owner_namespace, &f.owner_name)
+            )
+        })
+        .collect();
     let mut pruned = 0;
-    if k.spec.prune
-        && let Some(previous) = &st.inventory
-    {
+    if k.spec.prune {
         let pr = within(
             deadline,
             "pruning",
-            applier.prune(previous, &inventory, &opts),
+            applier.prune(&recorded, &inventory, &opts),
         )
         .await
         .map_err(Failure::Prune)?
-        .map_err(|e| Failure::Prune(e.to_string()))?;
+        .map_err(|e| match e {
+            ApplyError::DeletionRefused(m) => Failure::DeletionRefused(m),
+            e => Failure::Prune(e.to_string()),
+        })?;
         pruned = pr.deleted.len();
         ctx.metrics.resources_pruned.inc_by(pruned as u64);
-        for (e, why) in &pr.skipped {
-            tracing::info!(kustomization = %mkey, object = %e.id, why, "not pruned");
+        for (e, why) in pr.skipped.iter().chain(&pr.released) {
+            tracing::info!(kustomization = %mkey, object = %e.id, why, "not deleted");
         }
+        lost.extend(
+            pr.lost
+                .iter()
+                .map(|(e, owner)| format!("{} (taken over by {owner})", display_entry(e))),
+        );
         if pruned > 0 {
             summary.push_str(&format!(", {pruned} pruned"));
         }
+        if !pr.released.is_empty() {
+            summary.push_str(&format!(", {} released", pr.released.len()));
+            let names: Vec<String> = pr
+                .released
+                .iter()
+                .map(|(e, why)| format!("{} ({why})", display_entry(e)))
+                .collect();
+            publish(
+                ctx,
+                k,
+                EventType::Normal,
+                "Released",
+                &format!("Left in place, no longer managed: {}", names.join("; ")),
+            )
+            .await;
+        }
+    }
+    if !lost.is_empty() {
+        summary.push_str(&format!(", {} handed over", lost.len()));
+        publish(
+            ctx,
+            k,
+            EventType::Warning,
+            "OwnershipLost",
+            &format!(
+                "Not applied or pruned, now owned by another Kustomization: {}",
+                lost.iter().cloned().collect::<Vec<_>>().join("; ")
+            ),
+        )
+        .await;
     }
     let elapsed = started.elapsed();
     ctx.metrics.apply_duration.observe(elapsed.as_secs_f64());
     st.last_apply_duration = Some(secs(elapsed));
-    st.inventory = Some(inventory);
+    st.inventory = Some(if k.spec.prune {
+        inventory
+    } else {
+        // without prune, what left the render is still ours
+        union(&recorded, &inventory)
+    });
     st.last_applied_revision = Some(render.revision.clone());
-    st.resource_count = Some(n as i64);
+    st.resource_count = Some(report.objects.len() as i64);
     st.rendered_digest = Some(render.output.digest.clone());
     set_condition(
         &mut st.conditions,
@@ -424,9 +587,10 @@ async fn pipeline(
         .await;
     }
 
-    // store the rendered manifests (skipped when this digest is stored)
+    // store the rendered manifests (skipped when this digest is stored),
+    // with the Kustomization's identity, in its namespace
     if st.rendered.as_ref().map(|r| &r.digest) != Some(&render.output.digest) {
-        let r = storage::store(&ctx.client, k, &render.revision, &render.output.yaml)
+        let r = storage::store(&client, k, &render.revision, &render.output.yaml)
             .await
             .map_err(|e| Failure::Storage(e.to_string()))?;
         st.rendered = Some(r);
@@ -434,6 +598,87 @@ async fn pipeline(
         r.revision = render.revision.clone();
     }
     Ok(format!("Applied revision {}", render.revision))
+}
+
+/// `a ∪ b`, sorted, by id (`b`'s version wins).
+fn union(a: &Inventory, b: &Inventory) -> Inventory {
+    let mut by_id: BTreeMap<String, InventoryEntry> = BTreeMap::new();
+    for e in a.entries.iter().chain(&b.entries) {
+        by_id.insert(e.id.clone(), e.clone());
+    }
+    Inventory {
+        entries: by_id.into_values().collect(),
+    }
+}
+
+fn display_entry(e: &InventoryEntry) -> String {
+    crate::apply::parse_inventory_entry(e)
+        .map(|r| r.to_string())
+        .unwrap_or_else(|| e.id.clone())
+}
+
+/// Refuses the render when an object belongs to another Kustomization that
+/// still exists (unless the rendered object asks to adopt it). Objects whose
+/// owner is gone are adopted.
+async fn check_ownership(
+    k: &Kustomization,
+    ctx: &Context,
+    plan: &crate::apply::Plan,
+) -> Result<(), Failure> {
+    let mut exists: BTreeMap<(String, String), bool> = BTreeMap::new();
+    let mut conflicts = Vec::new();
+    for f in plan.foreign() {
+        if f.adopt {
+            tracing::info!(kustomization = %key(k), object = %f.object,
+                owner = %owner_id(&f.owner_namespace, &f.owner_name), "taking over (krmsync.dev/adopt)");
+            continue;
+        }
+        let owner = (f.owner_namespace.clone(), f.owner_name.clone());
+        let alive = match exists.get(&owner) {
+            Some(a) => *a,
+            None => {
+                let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &owner.0);
+                let a = api
+                    .get_opt(&owner.1)
+                    .await
+                    .map_err(|e| {
+                        Failure::OwnershipConflict(format!(
+                            "{}: reading its owner Kustomization {}: {e}",
+                            f.object,
+                            owner_id(&owner.0, &owner.1)
+                        ))
+                    })?
+                    .is_some();
+                exists.insert(owner.clone(), a);
+                a
+            }
+        };
+        if alive {
+            conflicts.push(format!(
+                "{} belongs to Kustomization {}",
+                f.object,
+                owner_id(&owner.0, &owner.1)
+            ));
+        }
+    }
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&String> = conflicts.iter().take(3).collect();
+    let more = if conflicts.len() > 3 {
+        format!(" and {} more", conflicts.len() - 3)
+    } else {
+        String::new()
+    };
+    Err(Failure::OwnershipConflict(format!(
+        "{}{more}; nothing was applied or pruned. Remove the object from one of the two \
+         bundles, or hand it over by annotating the rendered object {ADOPT_ANNOTATION}: \"true\"",
+        shown
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    )))
 }
 
 /// Runs `fut` until the reconcile's deadline.
@@ -513,9 +758,11 @@ fn secret_value(s: &Secret, key: &str) -> Option<String> {
         .or_else(|| s.string_data.as_ref().and_then(|d| d.get(key)).cloned())
 }
 
-/// Reads an object the spec refers to (`field` names the reference); a
-/// missing object is a source failure naming it.
-async fn get_required<K>(ctx: &Context, ns: &str, name: &str, field: &str) -> Result<K, Failure>
+/// Reads an object the spec refers to (`field` names the reference) with
+/// the Kustomization's identity (so a tenant cannot have the controller read
+/// a Secret it could not read itself); a missing object is a source failure
+/// naming it.
+async fn get_required<K>(client: &Client, ns: &str, name: &str, field: &str) -> Result<K, Failure>
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -523,24 +770,39 @@ where
         + std::fmt::Debug,
 {
     let kind = K::kind(&());
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), ns);
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
     api.get_opt(name)
         .await
         .map_err(|e| Failure::Source(format!("{field}: reading {kind} {ns}/{name}: {e}")))?
         .ok_or_else(|| Failure::Source(format!("{field}: {kind} {ns}/{name} does not exist")))
 }
 
-/// Fetches the source into the workspace (cached by revision).
-async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
+/// Fetches the source into the workspace (cached by revision); Secrets and
+/// ConfigMaps are read with `client` (the Kustomization's identity).
+///
+/// One fetch per Kustomization at a time: the workspace key lock is held
+/// (moved into the blocking task) until the fetch is over, so a fetch that
+/// outlived its reconcile's deadline cannot race the next one on the same
+/// directory; the cancellation token stops it at that deadline.
+async fn fetch(
+    k: &Kustomization,
+    ctx: &Context,
+    client: &Client,
+    deadline: Instant,
+) -> Result<Fetched, Failure> {
     let ns = k.ns();
     let wkey = key(k);
-    let limits = ctx.settings.limits;
-    let cancel = source::Cancel::new(Some(std::time::Instant::now() + timeout(k, ctx)));
+    let limits = source::Limits {
+        allow_insecure: ctx.settings.allow_insecure_sources,
+        ..ctx.settings.limits
+    };
+    let cancel = source::Cancel::new(Some(deadline.into_std()));
+    let guard = ctx.workspace.key_lock(&wkey).lock_owned().await;
     let src = &k.spec.source;
     if let Some(g) = &src.git {
         let mut auth: Option<GitAuth> = None;
         if let Some(r) = &g.secret_ref {
-            let s: Secret = get_required(ctx, &ns, &r.name, "spec.source.git.secretRef").await?;
+            let s: Secret = get_required(client, &ns, &r.name, "spec.source.git.secretRef").await?;
             let a = auth.get_or_insert_with(GitAuth::default);
             a.username = secret_value(&s, "username");
             a.password = secret_value(&s, "password");
@@ -553,7 +815,8 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
             }
         }
         if let Some(r) = &g.ca_secret_ref {
-            let s: Secret = get_required(ctx, &ns, &r.name, "spec.source.git.caSecretRef").await?;
+            let s: Secret =
+                get_required(client, &ns, &r.name, "spec.source.git.caSecretRef").await?;
             let ca = s
                 .data
                 .and_then(|mut d| d.remove("ca.crt"))
@@ -579,6 +842,7 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
         let ws = ctx.workspace.clone();
         let url = g.url.clone();
         return tokio::task::spawn_blocking(move || {
+            let _guard = guard;
             source::fetch_git(
                 &ws,
                 &wkey,
@@ -594,6 +858,7 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
         .map_err(|e| Failure::Source(e.to_string()));
     }
     if let Some(h) = &src.http {
+        let _guard = guard;
         return source::fetch_http(
             &ctx.workspace,
             &wkey,
@@ -610,7 +875,7 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
         let (origin, data) = if let Some(r) = &b.config_map_ref {
             let origin = format!("ConfigMap {ns}/{} key {}", r.name, b.key);
             let cm: ConfigMap =
-                get_required(ctx, &ns, &r.name, "spec.source.bundle.configMapRef").await?;
+                get_required(client, &ns, &r.name, "spec.source.bundle.configMapRef").await?;
             let data = cm
                 .binary_data
                 .and_then(|mut d| d.remove(&b.key))
@@ -623,7 +888,8 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
             (origin, data)
         } else if let Some(r) = &b.secret_ref {
             let origin = format!("Secret {ns}/{} key {}", r.name, b.key);
-            let s: Secret = get_required(ctx, &ns, &r.name, "spec.source.bundle.secretRef").await?;
+            let s: Secret =
+                get_required(client, &ns, &r.name, "spec.source.bundle.secretRef").await?;
             (
                 origin,
                 s.data.and_then(|mut d| d.remove(&b.key)).map(|v| v.0),
@@ -638,6 +904,7 @@ async fn fetch(k: &Kustomization, ctx: &Context) -> Result<Fetched, Failure> {
         })?;
         let ws = ctx.workspace.clone();
         return tokio::task::spawn_blocking(move || {
+            let _guard = guard;
             source::unpack_bundle(&ws, &wkey, &origin, &data, &limits)
         })
         .await
@@ -682,7 +949,12 @@ async fn set_finalizers(
 }
 
 /// Deletion: prune the inventory (`Delete`) or leave it (`Orphan`), then
-/// drop the finalizer. A failed prune keeps the finalizer and retries.
+/// drop the finalizer. A failed prune keeps the finalizer and retries,
+/// except when the Kustomization's identity can no longer act (its
+/// ServiceAccount or namespace is gone or going): then the finalizer is
+/// released and an Event names what was left. A suspended Kustomization,
+/// or one with no identity under `--require-service-account`, prunes
+/// nothing.
 async fn finalize(
     k: &Kustomization,
     ctx: &Context,
@@ -692,26 +964,52 @@ async fn finalize(
         return Ok(Action::await_change());
     }
     let mkey = key(k);
+    let inventory = k
+        .status
+        .as_ref()
+        .and_then(|s| s.inventory.clone())
+        .unwrap_or_default();
+    let sa = service_account(k, ctx);
+    let skip = if k.spec.deletion_policy == DeletionPolicy::Orphan || inventory.entries.is_empty() {
+        None
+    } else if k.spec.suspend {
+        Some("the Kustomization is suspended".to_string())
+    } else if let Err(f) = &sa {
+        Some(f.message().to_string())
+    } else {
+        None
+    };
+    if let Some(why) = &skip {
+        publish(
+            ctx,
+            k,
+            EventType::Warning,
+            "PruneSkipped",
+            &format!(
+                "Deleted without pruning ({why}); left in place: {}",
+                describe_inventory(&inventory)
+            ),
+        )
+        .await;
+    }
     if k.spec.deletion_policy == DeletionPolicy::Delete
-        && let Some(inv) = k.status.as_ref().and_then(|s| s.inventory.as_ref())
-        && !inv.entries.is_empty()
+        && skip.is_none()
+        && !inventory.entries.is_empty()
     {
-        let result: Result<_, String> = async {
+        let sa = sa.ok().flatten();
+        let result: Result<_, ApplyError> = async {
             let client = ctx
-                .client_for(&k.ns(), k.spec.service_account_name.as_deref())
-                .map_err(|e| e.to_string())?;
+                .client_for(&k.ns(), sa.as_deref())
+                .map_err(|e| ApplyError::Discovery(e.to_string()))?;
             let applier = Applier::new(client);
             let opts = ApplyOptions {
-                field_manager: FIELD_MANAGER.to_string(),
-                owner_name: k.name_any(),
-                owner_namespace: k.ns(),
-                default_namespace: k.ns(),
-                crd_establish_timeout: ctx.settings.crd_establish_timeout,
+                // deleting the Kustomization is the explicit intent
+                allow_namespace_mass_deletion: true,
+                ..apply_options(k, ctx)
             };
             applier
-                .prune(inv, &Inventory::default(), &opts)
+                .prune(&inventory, &Inventory::default(), &opts)
                 .await
-                .map_err(|e| e.to_string())
         }
         .await;
         match result {
@@ -719,9 +1017,20 @@ async fn finalize(
                 ctx.metrics
                     .resources_pruned
                     .inc_by(report.deleted.len() as u64);
-                tracing::info!(kustomization = %mkey, deleted = report.deleted.len(), "deleted the inventory");
+                tracing::info!(kustomization = %mkey, deleted = report.deleted.len(),
+                    released = report.released.len(), "deleted the inventory");
             }
-            Err(msg) => {
+            Err(e) if e.is_forbidden() && identity_gone(k, ctx, sa.as_deref()).await => {
+                let msg = format!(
+                    "the identity of this Kustomization can no longer act ({e}); \
+                     released the finalizer, left in place: {}",
+                    describe_inventory(&inventory)
+                );
+                tracing::warn!(kustomization = %mkey, "{msg}");
+                publish(ctx, k, EventType::Warning, "PruneAbandoned", &msg).await;
+            }
+            Err(e) => {
+                let msg = e.to_string();
                 let mut st = k.status.clone().unwrap_or_default();
                 let g = k.metadata.generation;
                 set_condition(
@@ -753,11 +1062,43 @@ async fn finalize(
         .cloned()
         .collect();
     set_finalizers(api, k, finalizers).await?;
+    let _guard = ctx.workspace.key_lock(&mkey).lock_owned().await;
     if let Err(e) = ctx.workspace.remove(&mkey) {
         tracing::warn!(kustomization = %mkey, error = %e, "removing the work directory");
     }
     ctx.forget(&mkey);
     Ok(Action::await_change())
+}
+
+/// Whether the Kustomization's identity is gone for good: its namespace is
+/// terminating or gone, or its ServiceAccount no longer exists (read with
+/// the controller's own client).
+async fn identity_gone(k: &Kustomization, ctx: &Context, sa: Option<&str>) -> bool {
+    let ns = k.ns();
+    let namespaces: Api<Namespace> = Api::all(ctx.client.clone());
+    match namespaces.get_opt(&ns).await {
+        Ok(None) => return true,
+        Ok(Some(n)) if n.metadata.deletion_timestamp.is_some() => return true,
+        Ok(Some(_)) => {}
+        Err(e) => {
+            tracing::debug!(namespace = %ns, error = %e, "reading the namespace");
+            return false;
+        }
+    }
+    let Some(sa) = sa else {
+        return false;
+    };
+    let accounts: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), &ns);
+    matches!(accounts.get_opt(sa).await, Ok(None))
+}
+
+/// Up to 10 objects of an inventory, for Events.
+fn describe_inventory(inv: &Inventory) -> String {
+    let mut shown: Vec<String> = inv.entries.iter().take(10).map(display_entry).collect();
+    if inv.entries.len() > 10 {
+        shown.push(format!("and {} more", inv.entries.len() - 10));
+    }
+    shown.join(", ")
 }
 
 #[cfg(test)]

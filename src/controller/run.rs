@@ -28,6 +28,12 @@ pub struct RunOptions {
     pub leader_election_namespace: String,
     pub watch_namespace: Option<String>,
     pub work_dir: PathBuf,
+    /// `--default-service-account`.
+    pub default_service_account: Option<String>,
+    /// `--require-service-account` (multi-tenant lockdown).
+    pub require_service_account: bool,
+    /// `--allow-insecure-sources`.
+    pub allow_insecure_sources: bool,
 }
 
 /// Runs until SIGTERM/SIGINT (graceful: in-flight reconciles finish) or
@@ -55,8 +61,17 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
         .map_err(|e| Error::Invalid(format!("work directory {}: {e}", opts.work_dir.display())))?;
     let settings = Settings {
         concurrency: opts.concurrency.max(1),
+        default_service_account: opts.default_service_account.clone(),
+        require_service_account: opts.require_service_account,
+        allow_insecure_sources: opts.allow_insecure_sources,
         ..Settings::default()
     };
+    tracing::info!(
+        default_service_account = opts.default_service_account.as_deref().unwrap_or(""),
+        require_service_account = opts.require_service_account,
+        allow_insecure_sources = opts.allow_insecure_sources,
+        "tenancy settings"
+    );
 
     let elector = if opts.leader_elect {
         let identity = std::env::var("POD_NAME")

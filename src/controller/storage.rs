@@ -19,7 +19,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 
-use crate::api::{Kustomization, kustomization::RenderedRef};
+use crate::api::{Kustomization, kustomization::RenderedRef, owner_label_value};
 
 /// Label on every stored Secret: the Kustomization's name.
 pub const RENDERED_FOR_LABEL: &str = "krmsync.dev/rendered-for";
@@ -29,6 +29,8 @@ const REVISION_ANNOTATION: &str = "krmsync.dev/revision";
 const DIGEST_ANNOTATION: &str = "krmsync.dev/digest";
 const INDEX_ANNOTATION: &str = "krmsync.dev/part";
 const STORED_AT_ANNOTATION: &str = "krmsync.dev/stored-at";
+/// Type of every stored Secret.
+pub const RENDERED_TYPE: &str = "krmsync.dev/rendered";
 /// Key of the gzip chunk in each Secret.
 pub const DATA_KEY: &str = "manifests.yaml.gz";
 /// Largest chunk per Secret (the API server refuses objects over 1 MiB).
@@ -127,7 +129,7 @@ pub async fn store(
                     name: Some(name.clone()),
                     namespace: Some(ns.clone()),
                     labels: Some(BTreeMap::from([
-                        (RENDERED_FOR_LABEL.to_string(), kname.clone()),
+                        (RENDERED_FOR_LABEL.to_string(), owner_label_value(&kname)),
                         (
                             RENDERED_DIGEST_LABEL.to_string(),
                             short(&digest).to_string(),
@@ -142,16 +144,29 @@ pub async fn store(
                     owner_references: owner.clone().map(|o| vec![o]),
                     ..Default::default()
                 },
-                type_: Some("krmsync.dev/rendered".to_string()),
+                type_: Some(RENDERED_TYPE.to_string()),
                 data: Some(BTreeMap::from([(DATA_KEY.to_string(), ByteString(chunk))])),
                 immutable: Some(true),
                 ..Default::default()
             };
             match api.create(&PostParams::default(), &secret).await {
                 Ok(_) => {}
-                // left over from an interrupted write of the same digest:
-                // immutable, same content by construction.
-                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                // left over from an interrupted write of the same digest
+                // (immutable, same content by construction), unless
+                // someone else put a Secret of that name there
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    let existing = api.get(&name).await?;
+                    let ours = existing.type_.as_deref() == Some(RENDERED_TYPE)
+                        && existing.labels().get(RENDERED_FOR_LABEL)
+                            == Some(&owner_label_value(&kname))
+                        && existing.annotations().get(DIGEST_ANNOTATION) == Some(&digest);
+                    if !ours {
+                        return Err(StorageError::Data(format!(
+                            "Secret {ns}/{name} exists and does not hold these rendered \
+                             manifests; refusing to use it"
+                        )));
+                    }
+                }
                 Err(e) => return Err(e.into()),
             }
             names.push(name);
@@ -171,7 +186,10 @@ async fn list_sets(
     api: &Api<Secret>,
     kname: &str,
 ) -> Result<BTreeMap<String, Vec<Secret>>, StorageError> {
-    let lp = ListParams::default().labels(&format!("{RENDERED_FOR_LABEL}={kname}"));
+    let lp = ListParams::default().labels(&format!(
+        "{RENDERED_FOR_LABEL}={}",
+        owner_label_value(kname)
+    ));
     let mut sets: BTreeMap<String, Vec<Secret>> = BTreeMap::new();
     for s in api.list(&lp).await? {
         if let Some(d) = s.labels().get(RENDERED_DIGEST_LABEL) {

@@ -1,0 +1,289 @@
+//! Crash consistency: whatever fails or dies between the first write of a
+//! revision and its final status write, the next successful revision leaves
+//! nothing of the Kustomization that its render does not contain. Faults
+//! are injected by the in-memory API server.
+
+mod support;
+
+use std::time::Duration;
+
+use krmsync::controller::Settings;
+use serde_json::json;
+use support::{Harness, condition};
+
+const NS: &str = "apps";
+
+fn cm(name: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n")
+}
+
+/// A bundle of ConfigMaps named `names`.
+fn revision(h: &Harness, names: &[&str]) {
+    let files: Vec<(String, String)> = std::iter::once((
+        "kustomization.yaml".to_string(),
+        format!(
+            "resources: [{}]\n",
+            names
+                .iter()
+                .map(|n| format!("{n}.yaml"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ))
+    .chain(names.iter().map(|n| (format!("{n}.yaml"), cm(n))))
+    .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    h.bundle(NS, "app", &refs);
+}
+
+/// The ConfigMaps labelled as the Kustomization's (bundle and stored
+/// manifests excluded).
+fn owned(h: &Harness) -> Vec<String> {
+    let mut names: Vec<String> = h
+        .fake
+        .list("v1", "ConfigMap")
+        .into_iter()
+        .filter(|o| o["metadata"]["labels"]["krmsync.dev/name"] == "app")
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn harness() -> Harness {
+    let h = Harness::new(Settings::default()).await;
+    h.namespace(NS);
+    revision(&h, &["a"]);
+    h.kustomization(NS, "app", json!({}));
+    let k = h.reconcile(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h
+}
+
+#[tokio::test]
+async fn an_apply_that_fails_midway_leaks_nothing_after_the_next_revision() {
+    let h = harness().await;
+    revision(&h, &["a", "b", "c", "d", "e"]);
+    // the real apply of d fails (its dry-run, the first PATCH, passes)
+    h.fake
+        .fail_nth("PATCH", "/configmaps/d", 2, 500, "etcd timeout");
+    let k = h.reconcile(NS, "app").await;
+    let ready = condition(&k, "Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "ApplyFailed"),
+        "{ready:?}"
+    );
+    assert!(ready.message.contains("apps/d"), "{}", ready.message);
+    // what was written is recorded, with everything else this revision may create
+    let inv: Vec<String> = k
+        .status
+        .unwrap()
+        .inventory
+        .unwrap()
+        .entries
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    for n in ["a", "b", "c", "d", "e"] {
+        assert!(
+            inv.contains(&format!("apps_{n}__ConfigMap")),
+            "{n} missing from {inv:?}"
+        );
+    }
+    assert!(!owned(&h).is_empty());
+
+    h.fake.clear_failures();
+    revision(&h, &["a"]);
+    let k = h.reconcile(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert_eq!(owned(&h), vec!["a"]);
+}
+
+#[tokio::test]
+async fn a_dry_run_refusal_writes_nothing() {
+    let h = harness().await;
+    revision(&h, &["a", "b", "c", "d"]);
+    h.fake.fail(
+        "PATCH",
+        "/configmaps/c",
+        422,
+        "ConfigMap \"c\" is invalid: data: Too long",
+    );
+    h.fake.clear_requests();
+    let k = h.reconcile(NS, "app").await;
+    let ready = condition(&k, "Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "ApplyFailed")
+    );
+    assert!(ready.message.contains("is invalid"), "{}", ready.message);
+    let real_writes: Vec<String> = h
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH" && r.path.contains("/configmaps/"))
+        .filter(|r| r.query_param("dryRun").as_deref() != Some("All"))
+        .map(|r| r.path)
+        .collect();
+    assert!(
+        real_writes.is_empty(),
+        "written despite the dry-run refusal: {real_writes:?}"
+    );
+    assert_eq!(owned(&h), vec!["a"]);
+}
+
+#[tokio::test]
+async fn lost_status_writes_leak_nothing() {
+    let h = harness().await;
+    revision(&h, &["a", "b"]);
+    // every status write of this reconcile is lost
+    h.fake.fail(
+        "PATCH",
+        "/kustomizations/app/status",
+        500,
+        "etcdserver: request timed out",
+    );
+    h.poke(NS, "app").await;
+    let err = h.reconcile_once(NS, "app").await;
+    assert!(err.is_err(), "the final status write failed: {err:?}");
+
+    h.fake.clear_failures();
+    revision(&h, &["a"]);
+    let k = h.reconcile(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert_eq!(owned(&h), vec!["a"]);
+}
+
+/// The process dies after applying and before its final status write (as a
+/// SIGKILL would): the reconcile is dropped mid-flight.
+#[tokio::test]
+async fn a_reconcile_killed_between_apply_and_status_leaks_nothing() {
+    let h = harness().await;
+    revision(&h, &["a", "b", "c"]);
+    h.fake.delay(
+        "PATCH",
+        "/kustomizations/app/status",
+        Duration::from_millis(1500),
+    );
+    h.poke(NS, "app").await;
+    let k = h.get(NS, "app").await;
+    let ctx = h.ctx.clone();
+    let task = tokio::spawn(async move {
+        krmsync::controller::kustomization::reconcile(std::sync::Arc::new(k), ctx).await
+    });
+    let started = std::time::Instant::now();
+    while owned(&h) != vec!["a", "b", "c"] {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "apply never happened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+
+    h.fake.clear_failures();
+    revision(&h, &["a"]);
+    let k = h.reconcile(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert_eq!(owned(&h), vec!["a"]);
+}
+
+/// Deleting the namespace deletes the ServiceAccount and its RoleBinding
+/// with it; the finalizer must not wait forever for a prune that can no
+/// longer be allowed.
+#[tokio::test]
+async fn deleting_the_namespace_does_not_hang_on_the_finalizer() {
+    let h = Harness::locked_down(Settings {
+        require_service_account: true,
+        ..Settings::default()
+    })
+    .await;
+    h.fake.set_namespace_lifecycle(true);
+    h.namespace("team-a");
+    h.service_account("team-a", "deployer", "admin");
+    h.bundle(
+        "team-a",
+        "app",
+        &[
+            ("kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("cm.yaml", &cm("x")),
+        ],
+    );
+    h.kustomization("team-a", "app", json!({"serviceAccountName": "deployer"}));
+    let k = h.reconcile("team-a", "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+        kube::Api::all(h.fake.client());
+    namespaces
+        .delete("team-a", &Default::default())
+        .await
+        .unwrap();
+    assert!(
+        h.get_opt("team-a", "app").await.is_some(),
+        "held by the finalizer"
+    );
+    h.reconcile_once("team-a", "app").await.unwrap();
+    assert!(
+        h.get_opt("team-a", "app").await.is_none(),
+        "finalizer released"
+    );
+    assert!(
+        h.object("v1", "Namespace", None, "team-a").is_none(),
+        "the namespace is gone"
+    );
+    // the Event saying what was left was attempted (a terminating namespace
+    // refuses new Events, as a real one does)
+    assert!(
+        h.fake.requests().iter().any(|r| r.method == "POST"
+            && r.path.contains("events")
+            && r.body
+                .as_ref()
+                .is_some_and(|b| b["reason"] == "PruneAbandoned")),
+        "no PruneAbandoned event"
+    );
+}
+
+/// A forbidden prune for a ServiceAccount that still exists keeps retrying.
+#[tokio::test]
+async fn a_forbidden_prune_with_a_live_identity_keeps_the_finalizer() {
+    let h = Harness::locked_down(Settings {
+        require_service_account: true,
+        ..Settings::default()
+    })
+    .await;
+    h.namespace("team-a");
+    h.service_account("team-a", "deployer", "admin");
+    h.bundle(
+        "team-a",
+        "app",
+        &[
+            ("kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("cm.yaml", &cm("x")),
+        ],
+    );
+    h.kustomization("team-a", "app", json!({"serviceAccountName": "deployer"}));
+    assert_eq!(
+        condition(&h.reconcile("team-a", "app").await, "Ready").status,
+        "True"
+    );
+    // its rights are revoked, but it still exists
+    let rb: kube::Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+        kube::Api::namespaced(h.fake.client(), "team-a");
+    rb.delete("deployer-admin", &Default::default())
+        .await
+        .unwrap();
+    h.api("team-a")
+        .delete("app", &Default::default())
+        .await
+        .unwrap();
+    h.reconcile_once("team-a", "app").await.unwrap();
+    let k = h.get("team-a", "app").await;
+    assert_eq!(condition(&k, "Ready").reason, "PruneFailed");
+    assert!(h.object("v1", "ConfigMap", Some("team-a"), "x").is_some());
+}

@@ -1,0 +1,487 @@
+//! One owner per object, adoption and hand-over, and prune that never
+//! destroys what krmsync did not create (issue: controller safety).
+
+mod support;
+
+use krmsync::api::{
+    ADOPT_ANNOTATION, CREATED_BY_ANNOTATION, NAME_LABEL, NAMESPACE_LABEL, OWNER_ANNOTATION,
+};
+use krmsync::controller::Settings;
+use serde_json::{Value, json};
+use support::{Harness, condition};
+
+const NS: &str = "apps";
+
+fn cm(name: &str, value: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  v: \"{value}\"\n")
+}
+
+fn kust(resources: &[&str]) -> String {
+    format!("resources: [{}]\n", resources.join(", "))
+}
+
+async fn harness() -> Harness {
+    let h = Harness::new(Settings::default()).await;
+    h.namespace(NS);
+    h
+}
+
+fn labels(obj: &Value) -> (Option<&str>, Option<&str>) {
+    (
+        obj["metadata"]["labels"][NAME_LABEL].as_str(),
+        obj["metadata"]["labels"][NAMESPACE_LABEL].as_str(),
+    )
+}
+
+#[tokio::test]
+async fn a_second_kustomization_rendering_the_same_object_is_refused() {
+    let h = harness().await;
+    h.bundle(
+        NS,
+        "first",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &cm("shared", "1")),
+        ],
+    );
+    h.bundle(
+        NS,
+        "second",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml", "other.yaml"])),
+            ("cm.yaml", &cm("shared", "2")),
+            ("other.yaml", &cm("second-only", "x")),
+        ],
+    );
+    h.kustomization(NS, "first", json!({}));
+    h.kustomization(NS, "second", json!({}));
+    let k1 = h.reconcile(NS, "first").await;
+    assert_eq!(condition(&k1, "Ready").status, "True");
+
+    let k2 = h.reconcile(NS, "second").await;
+    let ready = condition(&k2, "Ready");
+    assert_eq!(ready.status, "False");
+    assert_eq!(ready.reason, "OwnershipConflict");
+    assert!(
+        ready.message.contains("v1 ConfigMap apps/shared"),
+        "{}",
+        ready.message
+    );
+    assert!(
+        ready.message.contains("Kustomization apps/first"),
+        "{}",
+        ready.message
+    );
+    assert!(h.event_reasons().iter().any(|r| r == "OwnershipConflict"));
+    // the whole render was refused: the first owner's object is untouched
+    // and the other object was not created
+    let shared = h.object("v1", "ConfigMap", Some(NS), "shared").unwrap();
+    assert_eq!(labels(&shared), (Some("first"), Some(NS)));
+    assert_eq!(shared["data"]["v"], "1");
+    assert!(
+        h.object("v1", "ConfigMap", Some(NS), "second-only")
+            .is_none()
+    );
+
+    // deleting the refused one deletes nothing of the first one's
+    h.delete(NS, "second").await;
+    assert!(h.get_opt(NS, "second").await.is_none());
+    assert!(h.object("v1", "ConfigMap", Some(NS), "shared").is_some());
+    // and the first one still owns and prunes it
+    h.bundle(
+        NS,
+        "first",
+        &[
+            ("kustomization.yaml", &kust(&["other.yaml"])),
+            ("other.yaml", &cm("first-other", "y")),
+        ],
+    );
+    let k1 = h.reconcile(NS, "first").await;
+    assert_eq!(condition(&k1, "Ready").status, "True", "{:?}", k1.status);
+    assert!(h.object("v1", "ConfigMap", Some(NS), "shared").is_none());
+}
+
+#[tokio::test]
+async fn objects_of_a_deleted_owner_are_adopted_and_survive_the_adopter() {
+    let h = harness().await;
+    // left behind by a Kustomization that no longer exists (e.g. Orphan)
+    h.fake
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "legacy", "namespace": NS,
+                     "labels": {NAME_LABEL: "gone", NAMESPACE_LABEL: NS},
+                     "annotations": {CREATED_BY_ANNOTATION: "apps/gone"}},
+        "data": {"v": "old"}}));
+    h.bundle(
+        NS,
+        "new",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &cm("legacy", "new")),
+        ],
+    );
+    h.kustomization(NS, "new", json!({}));
+    let k = h.reconcile(NS, "new").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    let obj = h.object("v1", "ConfigMap", Some(NS), "legacy").unwrap();
+    assert_eq!(labels(&obj), (Some("new"), Some(NS)));
+    assert_eq!(obj["data"]["v"], "new");
+    // adopted, not created: the previous owner's mark is not ours
+    assert_ne!(
+        obj["metadata"]["annotations"][CREATED_BY_ANNOTATION], "apps/new",
+        "{obj}"
+    );
+    assert!(condition(&k, "Applied").message.contains("1 adopted"));
+
+    // deleting the adopter leaves the adopted object in place, released
+    h.delete(NS, "new").await;
+    let obj = h
+        .object("v1", "ConfigMap", Some(NS), "legacy")
+        .expect("adopted object kept");
+    assert_eq!(labels(&obj), (None, None), "{obj}");
+    assert!(
+        obj["metadata"]["annotations"]
+            .get(OWNER_ANNOTATION)
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_reports_the_loss() {
+    let h = harness().await;
+    h.bundle(
+        NS,
+        "old",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml", "keep.yaml"])),
+            ("cm.yaml", &cm("moving", "old")),
+            ("keep.yaml", &cm("old-keep", "k")),
+        ],
+    );
+    h.kustomization(NS, "old", json!({}));
+    assert_eq!(
+        condition(&h.reconcile(NS, "old").await, "Ready").status,
+        "True"
+    );
+
+    let adopting = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
+    );
+    h.bundle(
+        NS,
+        "new",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &adopting),
+        ],
+    );
+    h.kustomization(NS, "new", json!({}));
+    let k = h.reconcile(NS, "new").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    let obj = h.object("v1", "ConfigMap", Some(NS), "moving").unwrap();
+    assert_eq!(labels(&obj), (Some("new"), Some(NS)));
+    assert_eq!(obj["data"]["v"], "new");
+
+    // the old owner still renders it: it neither fights nor fails, it
+    // reports the loss and drops the object from its inventory
+    let k = h.reconcile(NS, "old").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert!(condition(&k, "Applied").message.contains("1 handed over"));
+    let notes = h.event_notes("OwnershipLost");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("apps/moving") && n.contains("apps/new")),
+        "{notes:?}"
+    );
+    let inv = k.status.unwrap().inventory.unwrap();
+    assert!(
+        inv.entries.iter().all(|e| !e.id.contains("moving")),
+        "{inv:?}"
+    );
+    assert_eq!(
+        h.object("v1", "ConfigMap", Some(NS), "moving").unwrap()["data"]["v"],
+        "new"
+    );
+
+    // deleting the old owner deletes its own object, not the handed-over one
+    h.delete(NS, "old").await;
+    assert!(h.object("v1", "ConfigMap", Some(NS), "old-keep").is_none());
+    assert!(h.object("v1", "ConfigMap", Some(NS), "moving").is_some());
+}
+
+#[tokio::test]
+async fn a_pre_existing_namespace_survives_the_kustomization() {
+    let h = harness().await;
+    h.namespace("shared");
+    h.fake
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "someone-elses", "namespace": "shared"}, "data": {}}));
+    let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shared\n";
+    let inside = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mine\n  namespace: shared\n";
+    h.bundle(
+        NS,
+        "app",
+        &[
+            ("kustomization.yaml", &kust(&["ns.yaml", "cm.yaml"])),
+            ("ns.yaml", ns),
+            ("cm.yaml", inside),
+        ],
+    );
+    h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": true}));
+    let k = h.reconcile(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+
+    h.delete(NS, "app").await;
+    let shared = h
+        .object("v1", "Namespace", None, "shared")
+        .expect("adopted Namespace kept");
+    assert_eq!(labels(&shared), (None, None), "released: {shared}");
+    assert!(
+        h.object("v1", "ConfigMap", Some("shared"), "someone-elses")
+            .is_some()
+    );
+    assert!(
+        h.object("v1", "ConfigMap", Some("shared"), "mine")
+            .is_none(),
+        "created by krmsync: deleted"
+    );
+}
+
+#[tokio::test]
+async fn namespaces_and_crds_krmsync_created_are_deleted_only_when_the_spec_says_so() {
+    for allow in [false, true] {
+        let h = harness().await;
+        let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: fresh\n";
+        let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names:\n    kind: Widget\n    plural: widgets\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n";
+        h.bundle(
+            NS,
+            "app",
+            &[
+                (
+                    "kustomization.yaml",
+                    &kust(&["ns.yaml", "crd.yaml", "cm.yaml"]),
+                ),
+                ("ns.yaml", ns),
+                ("crd.yaml", crd),
+                ("cm.yaml", &cm("c", "1")),
+            ],
+        );
+        h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": allow}));
+        assert_eq!(
+            condition(&h.reconcile(NS, "app").await, "Ready").status,
+            "True"
+        );
+        let created = h.object("v1", "Namespace", None, "fresh").unwrap();
+        assert_eq!(
+            created["metadata"]["annotations"][CREATED_BY_ANNOTATION],
+            "apps/app"
+        );
+
+        h.bundle(
+            NS,
+            "app",
+            &[
+                ("kustomization.yaml", &kust(&["cm.yaml"])),
+                ("cm.yaml", &cm("c", "1")),
+            ],
+        );
+        let k = h.reconcile(NS, "app").await;
+        assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+        let nsobj = h.object("v1", "Namespace", None, "fresh");
+        let crdobj = h.object(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.com",
+        );
+        if allow {
+            assert!(
+                nsobj.is_none() && crdobj.is_none(),
+                "deleteNamespacesAndCRDs: deleted"
+            );
+        } else {
+            let (nsobj, crdobj) = (nsobj.expect("kept"), crdobj.expect("kept"));
+            assert_eq!(labels(&nsobj), (None, None));
+            assert_eq!(labels(&crdobj), (None, None));
+            assert!(
+                condition(&k, "Applied").message.contains("2 released"),
+                "{:?}",
+                k.status
+            );
+            assert!(h.event_reasons().iter().any(|r| r == "Released"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn prune_disabled_objects_are_released_not_deleted() {
+    let h = harness().await;
+    let keep = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: precious\n  annotations:\n    krmsync.dev/prune: disabled\n";
+    h.bundle(
+        NS,
+        "app",
+        &[
+            ("kustomization.yaml", &kust(&["keep.yaml", "cm.yaml"])),
+            ("keep.yaml", keep),
+            ("cm.yaml", &cm("plain", "1")),
+        ],
+    );
+    h.kustomization(NS, "app", json!({}));
+    assert_eq!(
+        condition(&h.reconcile(NS, "app").await, "Ready").status,
+        "True"
+    );
+    h.bundle(NS, "app", &[("kustomization.yaml", &kust(&[]))]);
+    let k = h.reconcile(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert!(h.object("v1", "ConfigMap", Some(NS), "plain").is_none());
+    let kept = h
+        .object("v1", "ConfigMap", Some(NS), "precious")
+        .expect("kept");
+    assert_eq!(labels(&kept), (None, None));
+}
+
+#[tokio::test]
+async fn deleting_every_namespace_at_once_is_refused_unless_acknowledged() {
+    let h = harness().await;
+    let nss = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n1\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: n2\n";
+    h.bundle(
+        NS,
+        "app",
+        &[
+            ("kustomization.yaml", &kust(&["ns.yaml", "cm.yaml"])),
+            ("ns.yaml", nss),
+            ("cm.yaml", &cm("c", "1")),
+        ],
+    );
+    h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": true}));
+    assert_eq!(
+        condition(&h.reconcile(NS, "app").await, "Ready").status,
+        "True"
+    );
+
+    // e.g. a broken commit that lost the namespaces file
+    h.bundle(
+        NS,
+        "app",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &cm("c", "1")),
+        ],
+    );
+    let k = h.reconcile(NS, "app").await;
+    let ready = condition(&k, "Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "DeletionRefused"),
+        "{ready:?}"
+    );
+    assert!(ready.message.contains("n1") && ready.message.contains("n2"));
+    assert!(h.object("v1", "Namespace", None, "n1").is_some());
+    assert!(h.object("v1", "Namespace", None, "n2").is_some());
+
+    let patch =
+        json!({"metadata": {"annotations": {"krmsync.dev/allow-namespace-mass-deletion": "true"}}});
+    h.api(NS)
+        .patch(
+            "app",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    let k = h.reconcile(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert!(h.object("v1", "Namespace", None, "n1").is_none());
+    assert!(h.object("v1", "Namespace", None, "n2").is_none());
+}
+
+#[tokio::test]
+async fn kustomization_names_longer_than_a_label_value_work() {
+    let h = harness().await;
+    let name = format!("{}-app", "very-long-kustomization-name".repeat(3));
+    assert!(name.len() > 63);
+    h.bundle(
+        NS,
+        &name,
+        &[
+            ("kustomization.yaml", &kust(&["a.yaml", "b.yaml"])),
+            ("a.yaml", &cm("a", "1")),
+            ("b.yaml", &cm("b", "1")),
+        ],
+    );
+    h.kustomization(NS, &name, json!({}));
+    let k = h.reconcile(NS, &name).await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    let a = h.object("v1", "ConfigMap", Some(NS), "a").unwrap();
+    let label = a["metadata"]["labels"][NAME_LABEL].as_str().unwrap();
+    assert!(label.len() <= 63, "{label}");
+    assert_eq!(
+        a["metadata"]["annotations"][OWNER_ANNOTATION],
+        format!("{NS}/{name}")
+    );
+    // prune and the stored manifests work with the hashed label
+    h.bundle(
+        NS,
+        &name,
+        &[
+            ("kustomization.yaml", &kust(&["a.yaml"])),
+            ("a.yaml", &cm("a", "1")),
+        ],
+    );
+    let k = h.reconcile(NS, &name).await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert!(h.object("v1", "ConfigMap", Some(NS), "b").is_none());
+    assert!(k.status.unwrap().rendered.is_some());
+}
+
+#[tokio::test]
+async fn objects_recorded_under_an_api_version_no_longer_served_are_still_pruned() {
+    let h = harness().await;
+    let crd = |versions: &str| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Widget", "plural": "widgets"},
+                     "versions": serde_json::from_str::<Value>(versions).unwrap()}})
+    };
+    h.fake.insert(crd(r#"[{"name": "v1", "served": true, "storage": true}, {"name": "v2", "served": true, "storage": false}]"#));
+    let widget =
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 1\n";
+    h.bundle(
+        NS,
+        "app",
+        &[
+            ("kustomization.yaml", &kust(&["w.yaml", "cm.yaml"])),
+            ("w.yaml", widget),
+            ("cm.yaml", &cm("c", "1")),
+        ],
+    );
+    h.kustomization(NS, "app", json!({}));
+    assert_eq!(
+        condition(&h.reconcile(NS, "app").await, "Ready").status,
+        "True"
+    );
+    assert!(
+        h.object("example.com/v2", "Widget", Some(NS), "w")
+            .is_some()
+    );
+
+    // the cluster stops serving v1; the next revision drops the Widget
+    h.fake.insert(crd(r#"[{"name": "v1", "served": false, "storage": false}, {"name": "v2", "served": true, "storage": true}]"#));
+    h.bundle(
+        NS,
+        "app",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &cm("c", "1")),
+        ],
+    );
+    let k = h.reconcile(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert!(
+        h.object("example.com/v2", "Widget", Some(NS), "w")
+            .is_none(),
+        "pruned through v2"
+    );
+}
