@@ -227,8 +227,16 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// Starts `krmsync controller`, watching only `namespace`.
+    /// Starts `krmsync controller`, watching only `namespace`, with the
+    /// kubeconfig's identity; `file://` sources allowed (the tests' git
+    /// repositories are local).
     pub fn start(namespace: &str) -> Controller {
+        Controller::start_with(namespace, &["--allow-insecure-sources"], None)
+    }
+
+    /// Starts `krmsync controller` watching `namespace` with `extra`
+    /// arguments, as the identity of `kubeconfig` when given.
+    pub fn start_with(namespace: &str, extra: &[&str], kubeconfig: Option<&Path>) -> Controller {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
         fs::create_dir_all(&work).unwrap();
@@ -248,6 +256,8 @@ impl Controller {
                 "--log-format",
                 "plain",
             ])
+            .args(extra)
+            .envs(kubeconfig.map(|k| ("KUBECONFIG", k.as_os_str().to_owned())))
             .env_remove("KRMSYNC_LEADER_ELECT")
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().unwrap())
@@ -259,6 +269,12 @@ impl Controller {
             log,
             _dir: dir,
         }
+    }
+
+    /// Kills the process with SIGKILL (no graceful shutdown) and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// The last `n` lines of the controller's log.
@@ -310,6 +326,17 @@ impl E2e {
         install_crds();
         let ns = Namespace::create();
         let controller = Controller::start(&ns.name);
+        Some(E2e { controller, ns })
+    }
+
+    /// Like [`E2e::setup`], with the controller started by `start`.
+    pub fn setup_with(start: impl FnOnce(&str) -> Controller) -> Option<E2e> {
+        if !cluster_available() {
+            return None;
+        }
+        install_crds();
+        let ns = Namespace::create();
+        let controller = start(&ns.name);
         Some(E2e { controller, ns })
     }
 
@@ -601,4 +628,128 @@ pub fn kustomization_yaml(resources: &[&str]) -> String {
         s.push_str(&format!("- {r}\n"));
     }
     s
+}
+
+/// The controller's own identity as `config/` installs it, made for one
+/// test: a ServiceAccount in `namespace` bound to a copy of
+/// `config/rbac/cluster_role.yaml` (named after the namespace) and NOT to
+/// cluster-admin, i.e. the multi-tenant lockdown; and a kubeconfig using a
+/// token of it. The ClusterRole and its binding are deleted on drop.
+pub struct ControllerIdentity {
+    name: String,
+    pub kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl ControllerIdentity {
+    pub fn create(namespace: &str) -> ControllerIdentity {
+        let name = format!("krmsync-controller-{namespace}");
+        kubectl(&[
+            "create",
+            "serviceaccount",
+            "krmsync-controller",
+            "-n",
+            namespace,
+        ]);
+        let role = fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/rbac/cluster_role.yaml"
+        ))
+        .unwrap()
+        .replace("name: krmsync-controller", &format!("name: {name}"));
+        kubectl_apply(&role);
+        kubectl(&[
+            "create",
+            "clusterrolebinding",
+            &name,
+            &format!("--clusterrole={name}"),
+            &format!("--serviceaccount={namespace}:krmsync-controller"),
+        ]);
+        let token = kubectl(&[
+            "create",
+            "token",
+            "krmsync-controller",
+            "-n",
+            namespace,
+            "--duration=1h",
+        ]);
+        let view: Value = serde_json::from_str(&kubectl(&[
+            "config", "view", "--raw", "--minify", "-o", "json",
+        ]))
+        .unwrap();
+        let cluster = &view["clusters"][0]["cluster"];
+        let mut cluster_yaml = format!("    server: {}\n", cluster["server"].as_str().unwrap());
+        if let Some(ca) = cluster["certificate-authority-data"].as_str() {
+            cluster_yaml.push_str(&format!("    certificate-authority-data: {ca}\n"));
+        }
+        if let Some(ca) = cluster["certificate-authority"].as_str() {
+            cluster_yaml.push_str(&format!("    certificate-authority: {ca}\n"));
+        }
+        if cluster["insecure-skip-tls-verify"].as_bool() == Some(true) {
+            cluster_yaml.push_str("    insecure-skip-tls-verify: true\n");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n{cluster_yaml}\
+                 contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n\
+                 current-context: c\nusers:\n- name: u\n  user:\n    token: {}\n",
+                token.trim()
+            ),
+        )
+        .unwrap();
+        ControllerIdentity {
+            name,
+            kubeconfig,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for ControllerIdentity {
+    fn drop(&mut self) {
+        for kind in ["clusterrolebinding", "clusterrole"] {
+            let _ = kubectl_output(&["delete", kind, &self.name, "--ignore-not-found"], None);
+        }
+    }
+}
+
+/// A ServiceAccount `sa` in `namespace` with the `admin` ClusterRole in
+/// that namespace only.
+pub fn tenant_service_account(namespace: &str, sa: &str) {
+    kubectl(&["create", "serviceaccount", sa, "-n", namespace]);
+    kubectl(&[
+        "create",
+        "rolebinding",
+        &format!("{sa}-admin"),
+        "--clusterrole=admin",
+        &format!("--serviceaccount={namespace}:{sa}"),
+        "-n",
+        namespace,
+    ]);
+}
+
+/// Stores the kustomization tree `files` as the in-cluster bundle `name`
+/// (`krmsync bundle push`).
+pub fn push_bundle(namespace: &str, name: &str, files: &[(&str, &str)]) {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        write_file(dir.path(), rel, text);
+    }
+    krmsync(&[
+        "bundle",
+        "push",
+        dir.path().to_str().unwrap(),
+        "--name",
+        name,
+        "-n",
+        namespace,
+    ]);
+}
+
+/// The spec of a Kustomization rendering the in-cluster bundle `name`.
+pub fn bundle_spec(name: &str, extra: &str) -> String {
+    format!("source:\n  bundle:\n    configMapRef:\n      name: {name}\ninterval: 1h\n{extra}")
 }

@@ -15,6 +15,7 @@
 //! `KRMSYNC_E2E_TIMEOUT_SECS` (default 120) bounds every wait.
 
 mod common;
+mod safety;
 
 use common::*;
 use serde_json::Value;

@@ -1,0 +1,331 @@
+//! End-to-end tests of the controller's safety guarantees: the multi-tenant
+//! lockdown, one owner per object, adopted Namespaces surviving, a SIGKILL
+//! between apply and status, and namespace deletion.
+
+use serde_json::Value;
+
+use crate::common::*;
+
+const KS: &str = "kustomizations.krmsync.dev";
+
+fn cm(name: &str, namespace: Option<&str>) -> String {
+    let ns = namespace
+        .map(|n| format!("  namespace: {n}\n"))
+        .unwrap_or_default();
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{ns}data:\n  k: v\n")
+}
+
+/// With the controller running as its own ServiceAccount bound only to the
+/// ClusterRole of `config/rbac` (no applier binding) and
+/// `--require-service-account`, a tenant can write outside its namespace
+/// neither without nor with a ServiceAccount.
+#[test]
+#[ignore = "needs a cluster (KUBECONFIG)"]
+fn lockdown_keeps_a_tenant_in_its_namespace() {
+    if !cluster_available() {
+        return;
+    }
+    let other = Namespace::create();
+    let mut identity = None;
+    let Some(mut e) = E2e::setup_with(|ns| {
+        let id = ControllerIdentity::create(ns);
+        let c = Controller::start_with(ns, &["--require-service-account"], Some(&id.kubeconfig));
+        identity = Some(id);
+        c
+    }) else {
+        return;
+    };
+    let ns = e.ns().to_string();
+    let escaping = [
+        (
+            "kustomization.yaml",
+            "resources: [mine.yaml, theirs.yaml]\n".to_string(),
+        ),
+        ("mine.yaml", cm("mine", None)),
+        ("theirs.yaml", cm("planted", Some(&other.name))),
+    ];
+    let files: Vec<(&str, &str)> = escaping.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    push_bundle(&ns, "escape", &files);
+
+    // without a ServiceAccount
+    e.apply_kustomization("no-sa", &bundle_spec("escape", ""));
+    e.wait_not_ready("no-sa", "ServiceAccountRequired");
+
+    // with a ServiceAccount that is admin of its namespace only
+    tenant_service_account(&ns, "deployer");
+    e.apply_kustomization(
+        "with-sa",
+        &bundle_spec("escape", "serviceAccountName: deployer\n"),
+    );
+    let k = e.wait_not_ready("with-sa", "ApplyFailed");
+    println!("{}", status_summary(&k));
+    assert!(get_json(&["configmap", "planted", "-n", &other.name]).is_none());
+    assert!(
+        get_json(&["configmap", "mine", "-n", &ns]).is_none(),
+        "dry-run: nothing applied"
+    );
+
+    // inside its namespace it works
+    push_bundle(
+        &ns,
+        "inside",
+        &[
+            ("kustomization.yaml", "resources: [mine.yaml]\n"),
+            ("mine.yaml", &cm("mine", None)),
+        ],
+    );
+    e.apply_kustomization(
+        "inside",
+        &bundle_spec("inside", "serviceAccountName: deployer\n"),
+    );
+    e.wait_ready("inside", |_| true);
+    assert_owned_by(
+        &get_json(&["configmap", "mine", "-n", &ns]).unwrap(),
+        &ns,
+        "inside",
+    );
+    drop(e);
+    drop(identity);
+}
+
+/// Two Kustomizations rendering the same object: the second is refused
+/// with OwnershipConflict, and deleting it leaves the object alone.
+#[test]
+#[ignore = "needs a cluster (KUBECONFIG)"]
+fn ownership_conflicts_are_refused() {
+    let Some(mut e) = E2e::setup() else { return };
+    let ns = e.ns().to_string();
+    push_bundle(
+        &ns,
+        "first",
+        &[
+            ("kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("cm.yaml", &cm("shared", None)),
+        ],
+    );
+    push_bundle(
+        &ns,
+        "second",
+        &[
+            ("kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("cm.yaml", &cm("shared", None)),
+        ],
+    );
+    e.apply_kustomization("first", &bundle_spec("first", ""));
+    e.wait_ready("first", |_| true);
+    e.apply_kustomization("second", &bundle_spec("second", ""));
+    let k = e.wait_not_ready("second", "OwnershipConflict");
+    let (_, _, message) = condition(&k, "Ready").unwrap();
+    assert!(
+        message.contains(&format!("Kustomization {ns}/first")),
+        "{message}"
+    );
+    kubectl(&[
+        "delete",
+        KS,
+        "second",
+        "-n",
+        &ns,
+        "--wait=true",
+        "--timeout=60s",
+    ]);
+    let shared = get_json(&["configmap", "shared", "-n", &ns]).expect("kept");
+    assert_owned_by(&shared, &ns, "first");
+}
+
+/// A Namespace that existed before the Kustomization rendered it survives
+/// the Kustomization's deletion (even with deleteNamespacesAndCRDs).
+#[test]
+#[ignore = "needs a cluster (KUBECONFIG)"]
+fn an_adopted_namespace_survives_deletion() {
+    let Some(mut e) = E2e::setup() else { return };
+    let ns = e.ns().to_string();
+    let adopted = Namespace::create();
+    let nsyaml = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n",
+        adopted.name
+    );
+    push_bundle(
+        &ns,
+        "app",
+        &[
+            ("kustomization.yaml", "resources: [ns.yaml, cm.yaml]\n"),
+            ("ns.yaml", &nsyaml),
+            ("cm.yaml", &cm("inside", Some(&adopted.name))),
+        ],
+    );
+    e.apply_kustomization(
+        "app",
+        &bundle_spec("app", "deleteNamespacesAndCRDs: true\n"),
+    );
+    e.wait_ready("app", |_| true);
+    kubectl(&[
+        "delete",
+        KS,
+        "app",
+        "-n",
+        &ns,
+        "--wait=true",
+        "--timeout=60s",
+    ]);
+    let n = get_json(&["namespace", &adopted.name]).expect("the adopted Namespace survives");
+    assert!(
+        n.pointer("/metadata/deletionTimestamp").is_none(),
+        "{}",
+        n["metadata"]
+    );
+    assert_eq!(label(&n, "krmsync.dev/name"), None, "released");
+    let inside = adopted.name.clone();
+    e.wait_for(
+        "the ConfigMap krmsync created to be deleted",
+        || match get_json(&["configmap", "inside", "-n", &inside]) {
+            None => Ok(()),
+            Some(o) if o.pointer("/metadata/deletionTimestamp").is_some() => Ok(()),
+            Some(_) => Err("still present".to_string()),
+        },
+    );
+}
+
+fn owned_configmaps(ns: &str, owner: &str) -> Vec<String> {
+    let list = get_json(&[
+        "configmaps",
+        "-n",
+        ns,
+        "-l",
+        &format!("krmsync.dev/name={owner}"),
+    ])
+    .unwrap_or(Value::Null);
+    let mut names: Vec<String> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
+/// SIGKILL while a revision is being applied, before its status is
+/// written: after the next revision nothing of the Kustomization exists
+/// that its render does not contain.
+#[test]
+#[ignore = "needs a cluster (KUBECONFIG)"]
+fn sigkill_between_apply_and_status_leaks_nothing() {
+    let Some(mut e) = E2e::setup() else { return };
+    let ns = e.ns().to_string();
+    push_bundle(
+        &ns,
+        "app",
+        &[
+            ("kustomization.yaml", "resources: [a.yaml]\n"),
+            ("a.yaml", &cm("a", None)),
+        ],
+    );
+    e.apply_kustomization("app", &bundle_spec("app", ""));
+    e.wait_ready("app", |_| true);
+
+    let names: Vec<String> = (0..200).map(|i| format!("bulk-{i:03}")).collect();
+    let mut files = vec![
+        (
+            "kustomization.yaml".to_string(),
+            format!(
+                "resources: [a.yaml, {}]\n",
+                names
+                    .iter()
+                    .map(|n| format!("{n}.yaml"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        ("a.yaml".to_string(), cm("a", None)),
+    ];
+    files.extend(names.iter().map(|n| (format!("{n}.yaml"), cm(n, None))));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    push_bundle(&ns, "app", &refs);
+    e.request_reconcile("app");
+    e.wait_for("the new revision to start applying", || {
+        let n = owned_configmaps(&ns, "app").len();
+        if n > 1 {
+            Ok(())
+        } else {
+            Err(format!("{n} owned ConfigMaps"))
+        }
+    });
+    e.controller.kill();
+    let k = get_json(&[KS, "app", "-n", &ns]).unwrap();
+    println!(
+        "killed with {} of 201 applied; status: {}",
+        owned_configmaps(&ns, "app").len(),
+        status_summary(&k)
+    );
+
+    push_bundle(
+        &ns,
+        "app",
+        &[
+            ("kustomization.yaml", "resources: [a.yaml]\n"),
+            ("a.yaml", &cm("a", None)),
+        ],
+    );
+    e.controller = Controller::start(&ns);
+    e.request_reconcile("app");
+    e.wait_for("only the new revision's objects", || {
+        let owned = owned_configmaps(&ns, "app");
+        if owned == vec!["a".to_string()] {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} owned: {:?}",
+                owned.len(),
+                owned.iter().take(5).collect::<Vec<_>>()
+            ))
+        }
+    });
+}
+
+/// Deleting the namespace of a Kustomization that acts as a ServiceAccount
+/// of that namespace: the namespace goes away (the finalizer is released
+/// once the ServiceAccount can no longer act).
+#[test]
+#[ignore = "needs a cluster (KUBECONFIG)"]
+fn deleting_the_namespace_does_not_hang() {
+    if !cluster_available() {
+        return;
+    }
+    let tenant = Namespace::create();
+    let mut e = E2e::setup_with(|_| {
+        Controller::start_with(&tenant.name, &["--require-service-account"], None)
+    })
+    .expect("cluster available");
+    tenant_service_account(&tenant.name, "deployer");
+    push_bundle(
+        &tenant.name,
+        "app",
+        &[
+            ("kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("cm.yaml", &cm("x", None)),
+        ],
+    );
+    kubectl_apply(&format!(
+        "apiVersion: krmsync.dev/v1alpha1\nkind: Kustomization\nmetadata:\n  name: app\n  namespace: {}\nspec:\n  source:\n    bundle:\n      configMapRef:\n        name: app\n  serviceAccountName: deployer\n  interval: 1h\n",
+        tenant.name
+    ));
+    let t = tenant.name.clone();
+    e.wait_for("the tenant's Kustomization Ready", || {
+        let k = get_json(&[KS, "app", "-n", &t]).ok_or("missing")?;
+        match condition(&k, "Ready") {
+            Some((s, _, _)) if s == "True" => Ok(()),
+            _ => Err(status_summary(&k)),
+        }
+    });
+    kubectl(&["delete", "namespace", &t, "--wait=false"]);
+    e.wait_for("the namespace to be gone", || {
+        match get_json(&["namespace", &t]) {
+            None => Ok(()),
+            Some(n) => Err(format!("{}", n["status"])),
+        }
+    });
+}
