@@ -230,9 +230,12 @@ fn controller_command(a: ControllerArgs) -> Result<(), String> {
         require_service_account: a.require_service_account,
         allow_insecure_sources: a.allow_insecure_sources,
     };
-    runtime()?
-        .block_on(crate::controller::run::run(opts))
-        .map_err(|e| e.to_string())
+    let rt = runtime()?;
+    let result = rt.block_on(crate::controller::run::run(opts));
+    // do not wait on blocking tasks stuck in a fetch or render: they are
+    // cancelled at their deadline, and the process is exiting anyway
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    result.map_err(|e| e.to_string())
 }
 
 async fn client() -> Result<kube::Client, String> {

@@ -1,19 +1,29 @@
 //! Leader election with a `coordination.k8s.io/v1` Lease, so that two
 //! replicas never reconcile at once.
 //!
-//! A candidate takes the Lease when it is free or expired (an optimistic
-//! `replace` guarded by `resourceVersion`, so two candidates cannot both
-//! win), then renews it every `renew_every`. A leader that cannot renew
-//! before its own lease expires reports the loss; the caller stops working
-//! (the process exits and restarts as a candidate).
+//! Expiry is judged on the candidate's own monotonic clock, never by
+//! comparing the lease's `renewTime` with the local wall clock (which may
+//! be skewed): a candidate remembers the lease record it last saw (holder,
+//! renew time, transitions) and when it first saw it; the lease is expired
+//! when that record has not changed for `lease_duration`. Taking or
+//! renewing is an optimistic `replace` guarded by `resourceVersion`, so two
+//! candidates cannot both win.
+//!
+//! The leader renews every `renew_every`; every request is bounded by
+//! `request_timeout`, and a leader that has not renewed successfully within
+//! `renew_deadline` (shorter than `lease_duration`) reports the loss and
+//! the caller stops working (the process exits and restarts as a
+//! candidate) before any other candidate can consider the lease expired.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use tokio::time::Instant;
 
 /// Settings of one election.
 #[derive(Clone, Debug)]
@@ -23,8 +33,13 @@ pub struct LeaseConfig {
     /// This replica's identity (the pod name).
     pub identity: String,
     pub lease_duration: Duration,
+    /// A leader that could not renew for this long gives up (must be
+    /// shorter than `lease_duration`).
+    pub renew_deadline: Duration,
     pub renew_every: Duration,
     pub retry_every: Duration,
+    /// Bound of every request to the API server.
+    pub request_timeout: Duration,
 }
 
 impl LeaseConfig {
@@ -34,8 +49,10 @@ impl LeaseConfig {
             name: name.to_string(),
             identity: identity.to_string(),
             lease_duration: Duration::from_secs(15),
-            renew_every: Duration::from_secs(5),
+            renew_deadline: Duration::from_secs(10),
+            renew_every: Duration::from_secs(2),
             retry_every: Duration::from_secs(2),
+            request_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -49,24 +66,70 @@ pub enum Attempt {
     Follower { holder: String },
 }
 
+/// What identifies one state of the lease: any renewal changes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Record {
+    holder: String,
+    renew_time: Option<String>,
+    acquire_time: Option<String>,
+    transitions: i32,
+    duration_seconds: Option<i32>,
+}
+
+impl Record {
+    fn of(spec: &LeaseSpec) -> Record {
+        Record {
+            holder: spec.holder_identity.clone().unwrap_or_default(),
+            renew_time: spec.renew_time.as_ref().map(|t| t.0.to_string()),
+            acquire_time: spec.acquire_time.as_ref().map(|t| t.0.to_string()),
+            transitions: spec.lease_transitions.unwrap_or(0),
+            duration_seconds: spec.lease_duration_seconds,
+        }
+    }
+}
+
+/// A record and when this candidate first saw it (its own clock).
+#[derive(Clone, Debug)]
+struct Observed {
+    record: Record,
+    since: Instant,
+}
+
+/// Whether the lease in `record` is free to take at `now`: it has no
+/// holder, or this candidate has seen exactly this record for at least the
+/// lease's duration. Updates `observed` with what was seen.
+fn expired(observed: &mut Option<Observed>, record: Record, now: Instant) -> bool {
+    if record.holder.is_empty() {
+        return true;
+    }
+    let since = match observed {
+        Some(o) if o.record == record => o.since,
+        _ => {
+            *observed = Some(Observed {
+                record: record.clone(),
+                since: now,
+            });
+            now
+        }
+    };
+    let secs = u64::try_from(record.duration_seconds.unwrap_or(15)).unwrap_or(15);
+    now.duration_since(since) >= Duration::from_secs(secs)
+}
+
 pub struct LeaderElector {
     api: Api<Lease>,
     cfg: LeaseConfig,
-}
-
-fn expired(spec: &LeaseSpec, now: Timestamp) -> bool {
-    let Some(renewed) = spec.renew_time.as_ref().or(spec.acquire_time.as_ref()) else {
-        return true;
-    };
-    let secs = i64::from(spec.lease_duration_seconds.unwrap_or(15));
-    renewed.0 + SignedDuration::from_secs(secs) < now
+    observed: Mutex<Option<Observed>>,
 }
 
 impl LeaderElector {
+    /// An elector using `client` (give it a short read timeout: see
+    /// [`LeaseConfig::request_timeout`], which also bounds every call).
     pub fn new(client: Client, cfg: LeaseConfig) -> LeaderElector {
         LeaderElector {
             api: Api::namespaced(client, &cfg.namespace),
             cfg,
+            observed: Mutex::new(None),
         }
     }
 
@@ -83,10 +146,17 @@ impl LeaderElector {
         }
     }
 
-    /// One try to take or renew the lease.
+    /// One try to take or renew the lease, within `request_timeout` per
+    /// request.
     pub async fn try_acquire(&self) -> Result<Attempt, kube::Error> {
+        let bound = self.cfg.request_timeout;
+        let timed_out =
+            || kube::Error::Service(format!("leader election: no answer within {bound:?}").into());
+        let existing = tokio::time::timeout(bound, self.api.get_opt(&self.cfg.name))
+            .await
+            .map_err(|_| timed_out())??;
         let now = Timestamp::now();
-        let existing = match self.api.get_opt(&self.cfg.name).await? {
+        let existing = match existing {
             Some(l) => l,
             None => {
                 let lease = Lease {
@@ -97,7 +167,11 @@ impl LeaderElector {
                     },
                     spec: Some(self.spec(now, None, 0)),
                 };
-                return match self.api.create(&PostParams::default(), &lease).await {
+                let created =
+                    tokio::time::timeout(bound, self.api.create(&PostParams::default(), &lease))
+                        .await
+                        .map_err(|_| timed_out())?;
+                return match created {
                     Ok(_) => Ok(Attempt::Leader),
                     Err(kube::Error::Api(e)) if e.code == 409 => Ok(Attempt::Follower {
                         holder: "another candidate".into(),
@@ -109,7 +183,11 @@ impl LeaderElector {
         let spec = existing.spec.clone().unwrap_or_default();
         let holder = spec.holder_identity.clone().unwrap_or_default();
         let ours = holder == self.cfg.identity;
-        if !ours && !holder.is_empty() && !expired(&spec, now) {
+        let free = {
+            let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+            expired(&mut observed, Record::of(&spec), Instant::now())
+        };
+        if !ours && !free {
             return Ok(Attempt::Follower { holder });
         }
         let transitions = spec.lease_transitions.unwrap_or(0) + i32::from(!ours);
@@ -122,11 +200,14 @@ impl LeaderElector {
         lease.spec = Some(self.spec(now, acquired, transitions));
         // `replace` carries the resourceVersion we read: if another candidate
         // wrote in between, the API server answers 409 and we stay a follower.
-        match self
-            .api
-            .replace(&self.cfg.name, &PostParams::default(), &lease)
-            .await
-        {
+        let replaced = tokio::time::timeout(
+            bound,
+            self.api
+                .replace(&self.cfg.name, &PostParams::default(), &lease),
+        )
+        .await
+        .map_err(|_| timed_out())?;
+        match replaced {
             Ok(_) => Ok(Attempt::Leader),
             Err(kube::Error::Api(e)) if e.code == 409 => Ok(Attempt::Follower { holder }),
             Err(e) => Err(e),
@@ -150,22 +231,28 @@ impl LeaderElector {
         }
     }
 
-    /// Renews the lease until a renewal is impossible within the lease
-    /// duration; returns then (leadership is lost).
+    /// Renews the lease until no renewal succeeded for `renew_deadline`;
+    /// returns then (leadership is lost). A renewal that hangs is abandoned
+    /// at the deadline.
     pub async fn hold(&self) {
-        let mut last_ok = tokio::time::Instant::now();
+        let mut last_ok = Instant::now();
         loop {
             tokio::time::sleep(self.cfg.renew_every).await;
-            match self.try_acquire().await {
-                Ok(Attempt::Leader) => last_ok = tokio::time::Instant::now(),
-                Ok(Attempt::Follower { holder }) => {
+            let deadline = last_ok + self.cfg.renew_deadline;
+            match tokio::time::timeout_at(deadline, self.try_acquire()).await {
+                Ok(Ok(Attempt::Leader)) => last_ok = Instant::now(),
+                Ok(Ok(Attempt::Follower { holder })) => {
                     tracing::error!(%holder, "leadership lost to another replica");
                     return;
                 }
-                Err(e) => tracing::warn!(error = %e, "renewing the leader lease"),
+                Ok(Err(e)) => tracing::warn!(error = %e, "renewing the leader lease"),
+                Err(_) => tracing::warn!("renewing the leader lease: no answer"),
             }
-            if last_ok.elapsed() >= self.cfg.lease_duration {
-                tracing::error!("could not renew the leader lease in time");
+            if last_ok.elapsed() >= self.cfg.renew_deadline {
+                tracing::error!(
+                    renew_deadline = ?self.cfg.renew_deadline,
+                    "could not renew the leader lease in time"
+                );
                 return;
             }
         }
@@ -193,18 +280,68 @@ impl LeaderElector {
 mod tests {
     use super::*;
 
+    fn record(holder: &str, renew: &str) -> Record {
+        Record {
+            holder: holder.into(),
+            renew_time: Some(renew.into()),
+            acquire_time: Some("t0".into()),
+            transitions: 0,
+            duration_seconds: Some(15),
+        }
+    }
+
     #[test]
-    fn expiry_uses_renew_time_and_duration() {
-        let now = Timestamp::from_second(1_000).unwrap();
-        let mut spec = LeaseSpec {
-            lease_duration_seconds: Some(15),
-            renew_time: Some(MicroTime(Timestamp::from_second(990).unwrap())),
-            ..Default::default()
-        };
-        assert!(!expired(&spec, now));
-        spec.renew_time = Some(MicroTime(Timestamp::from_second(980).unwrap()));
-        assert!(expired(&spec, now));
-        spec.renew_time = None;
-        assert!(expired(&spec, now), "a lease never renewed is free");
+    fn a_lease_expires_only_after_staying_unchanged_for_its_duration() {
+        let t0 = Instant::now();
+        let mut seen = None;
+        // a renewTime far in the past (a skewed clock) is not expiry
+        assert!(!expired(&mut seen, record("a", "1970-01-01T00:00:00Z"), t0));
+        assert!(!expired(
+            &mut seen,
+            record("a", "1970-01-01T00:00:00Z"),
+            t0 + Duration::from_secs(14)
+        ));
+        assert!(expired(
+            &mut seen,
+            record("a", "1970-01-01T00:00:00Z"),
+            t0 + Duration::from_secs(15)
+        ));
+        // any renewal restarts the observation, whatever its timestamp says
+        assert!(!expired(
+            &mut seen,
+            record("a", "1970-01-01T00:00:01Z"),
+            t0 + Duration::from_secs(16)
+        ));
+        assert!(!expired(
+            &mut seen,
+            record("a", "1970-01-01T00:00:01Z"),
+            t0 + Duration::from_secs(30)
+        ));
+        assert!(expired(
+            &mut seen,
+            record("a", "1970-01-01T00:00:01Z"),
+            t0 + Duration::from_secs(31)
+        ));
+        // a renewTime in the future (the other clock is ahead) expires the same way
+        let mut seen = None;
+        assert!(!expired(&mut seen, record("b", "2999-01-01T00:00:00Z"), t0));
+        assert!(expired(
+            &mut seen,
+            record("b", "2999-01-01T00:00:00Z"),
+            t0 + Duration::from_secs(15)
+        ));
+    }
+
+    #[test]
+    fn a_lease_without_holder_is_free() {
+        let mut seen = None;
+        assert!(expired(&mut seen, record("", "x"), Instant::now()));
+    }
+
+    #[test]
+    fn the_renew_deadline_is_shorter_than_the_lease() {
+        let c = LeaseConfig::new("ns", "l", "me");
+        assert!(c.renew_deadline < c.lease_duration);
+        assert!(c.renew_every < c.renew_deadline && c.request_timeout < c.renew_deadline);
     }
 }

@@ -77,14 +77,17 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
         let identity = std::env::var("POD_NAME")
             .or_else(|_| std::env::var("HOSTNAME"))
             .unwrap_or_else(|_| format!("krmsync-{}", std::process::id()));
-        let e = LeaderElector::new(
-            client.clone(),
-            LeaseConfig::new(
-                &opts.leader_election_namespace,
-                "krmsync-controller",
-                &identity,
-            ),
+        let lease = LeaseConfig::new(
+            &opts.leader_election_namespace,
+            "krmsync-controller",
+            &identity,
         );
+        // the elector's own client: a renewal must never hang on a socket
+        let mut lease_config = config.clone();
+        lease_config.read_timeout = Some(lease.request_timeout);
+        lease_config.write_timeout = Some(lease.request_timeout);
+        lease_config.connect_timeout = Some(lease.request_timeout);
+        let e = LeaderElector::new(Client::try_from(lease_config)?, lease);
         readiness.set(true);
         tokio::select! {
             _ = e.acquire() => {}
