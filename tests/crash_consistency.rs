@@ -53,13 +53,21 @@ fn owned(h: &Harness) -> Vec<String> {
     names
 }
 
+/// Clears the faults and applies a revision of `a` only: afterwards the
+/// Kustomization owns exactly `a`.
+async fn next_revision_leaks_nothing(h: &Harness) {
+    h.fake.clear_failures();
+    revision(h, &["a"]);
+    h.reconcile_ready(NS, "app").await;
+    assert_eq!(owned(h), vec!["a"]);
+}
+
 async fn harness() -> Harness {
     let h = Harness::new(Settings::default()).await;
     h.namespace(NS);
     revision(&h, &["a"]);
     h.kustomization(NS, "app", json!({}));
-    let k = h.reconcile(NS, "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h.reconcile_ready(NS, "app").await;
     h
 }
 
@@ -70,13 +78,7 @@ async fn an_apply_that_fails_midway_leaks_nothing_after_the_next_revision() {
     // the real apply of d fails (its dry-run, the first PATCH, passes)
     h.fake
         .fail_nth("PATCH", "/configmaps/d", 2, 500, "etcd timeout");
-    let k = h.reconcile(NS, "app").await;
-    let ready = condition(&k, "Ready");
-    assert_eq!(
-        (ready.status.as_str(), ready.reason.as_str()),
-        ("False", "ApplyFailed"),
-        "{ready:?}"
-    );
+    let (k, ready) = h.reconcile_failing(NS, "app", "ApplyFailed").await;
     assert!(ready.message.contains("apps/d"), "{}", ready.message);
     // what was written is recorded, with everything else this revision may create
     let inv: Vec<String> = k
@@ -96,11 +98,7 @@ async fn an_apply_that_fails_midway_leaks_nothing_after_the_next_revision() {
     }
     assert!(!owned(&h).is_empty());
 
-    h.fake.clear_failures();
-    revision(&h, &["a"]);
-    let k = h.reconcile(NS, "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
-    assert_eq!(owned(&h), vec!["a"]);
+    next_revision_leaks_nothing(&h).await;
 }
 
 #[tokio::test]
@@ -114,12 +112,7 @@ async fn a_dry_run_refusal_writes_nothing() {
         "ConfigMap \"c\" is invalid: data: Too long",
     );
     h.fake.clear_requests();
-    let k = h.reconcile(NS, "app").await;
-    let ready = condition(&k, "Ready");
-    assert_eq!(
-        (ready.status.as_str(), ready.reason.as_str()),
-        ("False", "ApplyFailed")
-    );
+    let (_, ready) = h.reconcile_failing(NS, "app", "ApplyFailed").await;
     assert!(ready.message.contains("is invalid"), "{}", ready.message);
     let real_writes: Vec<String> = h
         .fake
@@ -151,11 +144,7 @@ async fn lost_status_writes_leak_nothing() {
     let err = h.reconcile_once(NS, "app").await;
     assert!(err.is_err(), "the final status write failed: {err:?}");
 
-    h.fake.clear_failures();
-    revision(&h, &["a"]);
-    let k = h.reconcile(NS, "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
-    assert_eq!(owned(&h), vec!["a"]);
+    next_revision_leaks_nothing(&h).await;
 }
 
 /// The process dies after applying and before its final status write (as a
@@ -186,24 +175,18 @@ async fn a_reconcile_killed_between_apply_and_status_leaks_nothing() {
     task.abort();
     let _ = task.await;
 
-    h.fake.clear_failures();
-    revision(&h, &["a"]);
-    let k = h.reconcile(NS, "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
-    assert_eq!(owned(&h), vec!["a"]);
+    next_revision_leaks_nothing(&h).await;
 }
 
-/// Deleting the namespace deletes the ServiceAccount and its RoleBinding
-/// with it; the finalizer must not wait forever for a prune that can no
-/// longer be allowed.
-#[tokio::test]
-async fn deleting_the_namespace_does_not_hang_on_the_finalizer() {
+/// A locked-down controller and a Kustomization of `team-a` acting as its
+/// `deployer` (admin of `team-a`), Ready with one ConfigMap.
+async fn tenant_app(namespace_lifecycle: bool) -> Harness {
     let h = Harness::locked_down(Settings {
         require_service_account: true,
         ..Settings::default()
     })
     .await;
-    h.fake.set_namespace_lifecycle(true);
+    h.fake.set_namespace_lifecycle(namespace_lifecycle);
     h.namespace("team-a");
     h.service_account("team-a", "deployer", "admin");
     h.bundle(
@@ -215,8 +198,16 @@ async fn deleting_the_namespace_does_not_hang_on_the_finalizer() {
         ],
     );
     h.kustomization("team-a", "app", json!({"serviceAccountName": "deployer"}));
-    let k = h.reconcile("team-a", "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h.reconcile_ready("team-a", "app").await;
+    h
+}
+
+/// Deleting the namespace deletes the ServiceAccount and its RoleBinding
+/// with it; the finalizer must not wait forever for a prune that can no
+/// longer be allowed.
+#[tokio::test]
+async fn deleting_the_namespace_does_not_hang_on_the_finalizer() {
+    let h = tenant_app(true).await;
 
     let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
         kube::Api::all(h.fake.client());
@@ -252,26 +243,7 @@ async fn deleting_the_namespace_does_not_hang_on_the_finalizer() {
 /// A forbidden prune for a ServiceAccount that still exists keeps retrying.
 #[tokio::test]
 async fn a_forbidden_prune_with_a_live_identity_keeps_the_finalizer() {
-    let h = Harness::locked_down(Settings {
-        require_service_account: true,
-        ..Settings::default()
-    })
-    .await;
-    h.namespace("team-a");
-    h.service_account("team-a", "deployer", "admin");
-    h.bundle(
-        "team-a",
-        "app",
-        &[
-            ("kustomization.yaml", "resources: [cm.yaml]\n"),
-            ("cm.yaml", &cm("x")),
-        ],
-    );
-    h.kustomization("team-a", "app", json!({"serviceAccountName": "deployer"}));
-    assert_eq!(
-        condition(&h.reconcile("team-a", "app").await, "Ready").status,
-        "True"
-    );
+    let h = tenant_app(false).await;
     // its rights are revoked, but it still exists
     let rb: kube::Api<k8s_openapi::api::rbac::v1::RoleBinding> =
         kube::Api::namespaced(h.fake.client(), "team-a");

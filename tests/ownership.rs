@@ -120,8 +120,7 @@ async fn objects_of_a_deleted_owner_are_adopted_and_survive_the_adopter() {
         ],
     );
     h.kustomization(NS, "new", json!({}));
-    let k = h.reconcile(NS, "new").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    let k = h.reconcile_ready(NS, "new").await;
     let obj = h.object("v1", "ConfigMap", Some(NS), "legacy").unwrap();
     assert_eq!(labels(&obj), (Some("new"), Some(NS)));
     assert_eq!(obj["data"]["v"], "new");
@@ -158,10 +157,7 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
         ],
     );
     h.kustomization(NS, "old", json!({}));
-    assert_eq!(
-        condition(&h.reconcile(NS, "old").await, "Ready").status,
-        "True"
-    );
+    h.reconcile_ready(NS, "old").await;
 
     let adopting = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
@@ -175,16 +171,14 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
         ],
     );
     h.kustomization(NS, "new", json!({}));
-    let k = h.reconcile(NS, "new").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h.reconcile_ready(NS, "new").await;
     let obj = h.object("v1", "ConfigMap", Some(NS), "moving").unwrap();
     assert_eq!(labels(&obj), (Some("new"), Some(NS)));
     assert_eq!(obj["data"]["v"], "new");
 
     // the old owner still renders it: it neither fights nor fails, it
     // reports the loss and drops the object from its inventory
-    let k = h.reconcile(NS, "old").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    let k = h.reconcile_ready(NS, "old").await;
     assert!(condition(&k, "Applied").message.contains("1 handed over"));
     let notes = h.event_notes("OwnershipLost");
     assert!(
@@ -228,8 +222,7 @@ async fn a_pre_existing_namespace_survives_the_kustomization() {
         ],
     );
     h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": true}));
-    let k = h.reconcile(NS, "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h.reconcile_ready(NS, "app").await;
 
     h.delete(NS, "app").await;
     let shared = h
@@ -267,10 +260,7 @@ async fn namespaces_and_crds_krmsync_created_are_deleted_only_when_the_spec_says
             ],
         );
         h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": allow}));
-        assert_eq!(
-            condition(&h.reconcile(NS, "app").await, "Ready").status,
-            "True"
-        );
+        h.reconcile_ready(NS, "app").await;
         let created = h.object("v1", "Namespace", None, "fresh").unwrap();
         assert_eq!(
             created["metadata"]["annotations"][CREATED_BY_ANNOTATION],
@@ -285,8 +275,7 @@ async fn namespaces_and_crds_krmsync_created_are_deleted_only_when_the_spec_says
                 ("cm.yaml", &cm("c", "1")),
             ],
         );
-        let k = h.reconcile(NS, "app").await;
-        assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+        let k = h.reconcile_ready(NS, "app").await;
         let nsobj = h.object("v1", "Namespace", None, "fresh");
         let crdobj = h.object(
             "apiextensions.k8s.io/v1",
@@ -327,13 +316,9 @@ async fn prune_disabled_objects_are_released_not_deleted() {
         ],
     );
     h.kustomization(NS, "app", json!({}));
-    assert_eq!(
-        condition(&h.reconcile(NS, "app").await, "Ready").status,
-        "True"
-    );
+    h.reconcile_ready(NS, "app").await;
     h.bundle(NS, "app", &[("kustomization.yaml", &kust(&[]))]);
-    let k = h.reconcile(NS, "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h.reconcile_ready(NS, "app").await;
     assert!(h.object("v1", "ConfigMap", Some(NS), "plain").is_none());
     let kept = h
         .object("v1", "ConfigMap", Some(NS), "precious")
@@ -355,10 +340,7 @@ async fn deleting_every_namespace_at_once_is_refused_unless_acknowledged() {
         ],
     );
     h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": true}));
-    assert_eq!(
-        condition(&h.reconcile(NS, "app").await, "Ready").status,
-        "True"
-    );
+    h.reconcile_ready(NS, "app").await;
 
     // e.g. a broken commit that lost the namespaces file
     h.bundle(
@@ -369,13 +351,7 @@ async fn deleting_every_namespace_at_once_is_refused_unless_acknowledged() {
             ("cm.yaml", &cm("c", "1")),
         ],
     );
-    let k = h.reconcile(NS, "app").await;
-    let ready = condition(&k, "Ready");
-    assert_eq!(
-        (ready.status.as_str(), ready.reason.as_str()),
-        ("False", "DeletionRefused"),
-        "{ready:?}"
-    );
+    let (_, ready) = h.reconcile_failing(NS, "app", "DeletionRefused").await;
     assert!(ready.message.contains("n1") && ready.message.contains("n2"));
     assert!(h.object("v1", "Namespace", None, "n1").is_some());
     assert!(h.object("v1", "Namespace", None, "n2").is_some());
@@ -390,8 +366,7 @@ async fn deleting_every_namespace_at_once_is_refused_unless_acknowledged() {
         )
         .await
         .unwrap();
-    let k = h.reconcile(NS, "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h.reconcile_ready(NS, "app").await;
     assert!(h.object("v1", "Namespace", None, "n1").is_none());
     assert!(h.object("v1", "Namespace", None, "n2").is_none());
 }
@@ -411,8 +386,7 @@ async fn kustomization_names_longer_than_a_label_value_work() {
         ],
     );
     h.kustomization(NS, &name, json!({}));
-    let k = h.reconcile(NS, &name).await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h.reconcile_ready(NS, &name).await;
     let a = h.object("v1", "ConfigMap", Some(NS), "a").unwrap();
     let label = a["metadata"]["labels"][NAME_LABEL].as_str().unwrap();
     assert!(label.len() <= 63, "{label}");
@@ -429,8 +403,7 @@ async fn kustomization_names_longer_than_a_label_value_work() {
             ("a.yaml", &cm("a", "1")),
         ],
     );
-    let k = h.reconcile(NS, &name).await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    let k = h.reconcile_ready(NS, &name).await;
     assert!(h.object("v1", "ConfigMap", Some(NS), "b").is_none());
     assert!(k.status.unwrap().rendered.is_some());
 }
@@ -458,10 +431,7 @@ async fn objects_recorded_under_an_api_version_no_longer_served_are_still_pruned
         ],
     );
     h.kustomization(NS, "app", json!({}));
-    assert_eq!(
-        condition(&h.reconcile(NS, "app").await, "Ready").status,
-        "True"
-    );
+    h.reconcile_ready(NS, "app").await;
     assert!(
         h.object("example.com/v2", "Widget", Some(NS), "w")
             .is_some()
@@ -477,8 +447,7 @@ async fn objects_recorded_under_an_api_version_no_longer_served_are_still_pruned
             ("cm.yaml", &cm("c", "1")),
         ],
     );
-    let k = h.reconcile(NS, "app").await;
-    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    h.reconcile_ready(NS, "app").await;
     assert!(
         h.object("example.com/v2", "Widget", Some(NS), "w")
             .is_none(),

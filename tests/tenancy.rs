@@ -64,12 +64,9 @@ async fn require_service_account_refuses_before_doing_anything() {
     escaping_bundle(&h);
     h.kustomization("team-a", "app", json!({}));
     h.fake.clear_requests();
-    let k = h.reconcile("team-a", "app").await;
-    let ready = condition(&k, "Ready");
-    assert_eq!(
-        (ready.status.as_str(), ready.reason.as_str()),
-        ("False", "ServiceAccountRequired")
-    );
+    let (k, ready) = h
+        .reconcile_failing("team-a", "app", "ServiceAccountRequired")
+        .await;
     assert!(
         ready.message.contains("spec.serviceAccountName"),
         "{}",
@@ -112,13 +109,7 @@ async fn a_service_account_bounds_what_is_applied_and_nothing_is_partially_appli
             json!({"serviceAccountName": "deployer"})
         };
         h.kustomization("team-a", "app", spec.clone());
-        let k = h.reconcile("team-a", "app").await;
-        let ready = condition(&k, "Ready");
-        assert_eq!(
-            (ready.status.as_str(), ready.reason.as_str()),
-            ("False", "ApplyFailed"),
-            "{ready:?}"
-        );
+        let (_, ready) = h.reconcile_failing("team-a", "app", "ApplyFailed").await;
         assert!(
             ready.message.contains("team-b") && ready.message.contains("forbidden"),
             "{}",
@@ -151,8 +142,7 @@ async fn a_service_account_bounds_what_is_applied_and_nothing_is_partially_appli
                 ("cm.yaml", OWN_CM),
             ],
         );
-        let k = h.reconcile("team-a", "app").await;
-        assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+        let k = h.reconcile_ready("team-a", "app").await;
         let stored = k.status.unwrap().rendered.unwrap();
         assert!(
             h.object("v1", "Secret", Some("team-a"), &stored.secrets[0])
@@ -188,13 +178,7 @@ async fn source_secrets_are_read_as_the_service_account() {
             "source": {"bundle": {"secretRef": {"name": "app"}}},
         }),
     );
-    let k = h.reconcile("team-a", "app").await;
-    let ready = condition(&k, "Ready");
-    assert_eq!(
-        (ready.status.as_str(), ready.reason.as_str()),
-        ("False", "SourceFailed"),
-        "{ready:?}"
-    );
+    let (_, ready) = h.reconcile_failing("team-a", "app", "SourceFailed").await;
     assert!(
         ready.message.contains("403") || ready.message.contains("forbidden"),
         "{}",

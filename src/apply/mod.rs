@@ -1277,17 +1277,22 @@ mod tests {
         }
     }
 
+    /// ConfigMap `c` of `namespace`.
+    fn configmap_ref(namespace: &str) -> ObjectRef {
+        ObjectRef {
+            group: "".into(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some(namespace.into()),
+            name: "c".into(),
+        }
+    }
+
     #[test]
     fn prepare_sets_labels_and_namespace() {
         let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
                              "metadata": {"name": "c", "resourceVersion": "7", "labels": {"a": "b"}}});
-        let oref = ObjectRef {
-            group: "".into(),
-            version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: Some("prod".into()),
-            name: "c".into(),
-        };
+        let oref = configmap_ref("prod");
         prepare(&mut obj, &oref, &opts());
         assert_eq!(obj["metadata"]["namespace"], "prod");
         assert_eq!(obj["metadata"]["labels"]["a"], "b");
@@ -1312,13 +1317,7 @@ mod tests {
     fn rendered_objects_cannot_claim_to_be_created_by_krmsync() {
         let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "annotations": {CREATED_BY_ANNOTATION: "flux/app"}}});
-        let oref = ObjectRef {
-            group: "".into(),
-            version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: Some("prod".into()),
-            name: "c".into(),
-        };
+        let oref = configmap_ref("prod");
         prepare(&mut obj, &oref, &opts());
         assert!(
             obj["metadata"]["annotations"]
@@ -1351,13 +1350,7 @@ mod tests {
         let long = "k".repeat(80);
         let o = ApplyOptions::new("team-a", &long);
         let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
-        let oref = ObjectRef {
-            group: "".into(),
-            version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: Some("team-a".into()),
-            name: "c".into(),
-        };
+        let oref = configmap_ref("team-a");
         prepare(&mut obj, &oref, &o);
         let label = obj["metadata"]["labels"][NAME_LABEL].as_str().unwrap();
         assert!(label.len() <= 63);

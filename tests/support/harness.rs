@@ -218,6 +218,31 @@ impl Harness {
         self.get(ns, name).await
     }
 
+    /// [`Harness::reconcile`], asserting `Ready=True`.
+    pub async fn reconcile_ready(&self, ns: &str, name: &str) -> Kustomization {
+        let k = self.reconcile(ns, name).await;
+        assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+        k
+    }
+
+    /// [`Harness::reconcile`], asserting `Ready=False` with `reason`;
+    /// returns the Kustomization and its Ready condition.
+    pub async fn reconcile_failing(
+        &self,
+        ns: &str,
+        name: &str,
+        reason: &str,
+    ) -> (Kustomization, Condition) {
+        let k = self.reconcile(ns, name).await;
+        let ready = condition(&k, "Ready").clone();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", reason),
+            "{ready:?}"
+        );
+        (k, ready)
+    }
+
     /// Deletes the Kustomization and runs its finalizer once.
     pub async fn delete(&self, ns: &str, name: &str) {
         self.api(ns)
