@@ -434,6 +434,55 @@ async fn apply_failure_prunes_nothing() {
     );
 }
 
+/// kstatus: a suspended Kustomization reports Ready=Unknown, reason
+/// Suspended, for its current generation; deleting it prunes nothing.
+#[tokio::test]
+async fn suspension_is_reported_and_honoured_on_deletion() {
+    let e = env().await;
+    e.create("site", json!({}));
+    let k = e.reconcile("site").await;
+    assert_eq!(condition(&k, "Ready").status, "True");
+    assert!(e.object("v1", "ConfigMap", "settings").is_some());
+
+    let patch = json!({"spec": {"suspend": true}});
+    e.api()
+        .patch("site", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    e.reconcile_once("site").await;
+    let k = e.get("site").await;
+    let ready = condition(&k, "Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("Unknown", "Suspended")
+    );
+    let st = k.status.as_ref().unwrap();
+    assert_eq!(
+        st.observed_generation, k.metadata.generation,
+        "observedGeneration is current"
+    );
+    assert!(st.conditions.iter().all(|c| c.type_ != "Reconciling"));
+    // a second event writes nothing
+    e.fake.clear_requests();
+    e.reconcile_once("site").await;
+    assert!(
+        e.fake.requests().iter().all(|r| r.method == "GET"),
+        "{:?}",
+        e.fake.requests()
+    );
+
+    e.api().delete("site", &Default::default()).await.unwrap();
+    e.reconcile_once("site").await;
+    assert!(
+        e.api().get_opt("site").await.unwrap().is_none(),
+        "finalizer released"
+    );
+    assert!(
+        e.object("v1", "ConfigMap", "settings").is_some(),
+        "a suspended Kustomization prunes nothing on deletion"
+    );
+}
+
 #[tokio::test]
 async fn suspended_kustomization_is_left_alone() {
     let e = env().await;

@@ -219,3 +219,98 @@ async fn controller_binary_reconciles_serves_metrics_and_shuts_down() {
         "lease released: {lease}"
     );
 }
+
+/// After a restart the Kustomizations that use a Catalog must not report
+/// CatalogNotFound while the Catalog cache syncs (the Catalog list is
+/// answered late here); plain logs carry no ANSI codes when stderr is not a
+/// terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kustomizations_wait_for_the_catalog_cache_and_plain_logs_have_no_colours() {
+    let fake = FakeApi::start().await;
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(
+        src.path().join("kustomization.yaml"),
+        "resources: [cm.yaml]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.path().join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n",
+    )
+    .unwrap();
+    let data = krmsync::source::create_bundle(src.path()).unwrap();
+    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data);
+    fake.insert(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "bundle", "namespace": NS},
+        "binaryData": {"bundle.tar.gz": b64},
+    }));
+    fake.insert(json!({
+        "apiVersion": "krmsync.dev/v1alpha1", "kind": "Catalog",
+        "metadata": {"name": "fns", "generation": 1},
+        "spec": {"krmFunctions": [], "allowedNamespaces": {"names": [NS]}},
+        "status": {"observedGeneration": 1, "functionCount": 0, "conditions": [{
+            "type": "Ready", "status": "True", "reason": "Succeeded", "message": "0 functions",
+            "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}]},
+    }));
+    fake.insert(json!({
+        "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+        "metadata": {"name": "site", "namespace": NS},
+        "spec": {"source": {"bundle": {"configMapRef": {"name": "bundle"}}},
+                 "interval": "1h", "catalogs": ["fns"]},
+    }));
+    // the Catalog list (the cache's initial sync) is answered late
+    fake.delay(
+        "GET",
+        "/apis/krmsync.dev/v1alpha1/catalogs",
+        Duration::from_secs(2),
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, fake.kubeconfig_yaml()).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_krmsync"))
+        .args([
+            "controller",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--health-addr",
+            "127.0.0.1:0",
+            "--work-dir",
+            dir.path().join("work").to_str().unwrap(),
+            "--log-format",
+            "plain",
+            "--log-level",
+            "debug",
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ctl = Controller(child);
+    wait_for("the Kustomization to be Ready", || {
+        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "site")
+            .and_then(|k| ready(&k))
+            .is_some_and(|(s, _)| s == "True")
+    })
+    .await;
+    let catalog_not_found = fake.requests().into_iter().any(|r| {
+        r.body
+            .as_ref()
+            .is_some_and(|b| b.to_string().contains("CatalogNotFound"))
+    });
+    assert!(
+        !catalog_not_found,
+        "a Kustomization reported CatalogNotFound before the cache synced"
+    );
+    let _ = ctl.0.kill();
+    let _ = ctl.0.wait();
+    let log = log_of(&mut ctl.0);
+    assert!(log.contains("catalog cache synced"), "{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "ANSI escape codes in plain logs:\n{log}"
+    );
+}

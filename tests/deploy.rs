@@ -74,3 +74,69 @@ fn samples_cover_every_source_kind() {
     assert!(all[1].contains("    bundle:\n"));
     assert!(all[2].contains("    http:\n"));
 }
+
+/// The controller's image in `config/` is set through `images:` in
+/// `config/default`, so users can point it at the image they built.
+#[test]
+fn config_default_image_is_overridable() {
+    use krmsync::kustomize::{BuildOptions, build_dir};
+    let image_of = |dir: &Path| -> String {
+        let out = build_dir(&dir.join("default"), &BuildOptions::default()).unwrap();
+        let yaml = out.to_yaml().unwrap();
+        let line = yaml
+            .lines()
+            .find(|l| l.trim_start().starts_with("image: "))
+            .unwrap_or_else(|| panic!("no image in:\n{yaml}"));
+        line.trim().trim_start_matches("image: ").to_string()
+    };
+    assert_eq!(
+        image_of(&root().join("config")),
+        "ghcr.io/krmsync/krmsync:latest"
+    );
+    // the edit the README tells users to make
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("config"), tmp.path());
+    let k = tmp.path().join("default/kustomization.yaml");
+    let text = std::fs::read_to_string(&k).unwrap();
+    let edited = text
+        .replace("  newName: ghcr.io/krmsync/krmsync", "  newName: krmsync")
+        .replace("  newTag: latest", "  newTag: dev");
+    assert_ne!(
+        text, edited,
+        "config/default/kustomization.yaml has no images: entry to edit"
+    );
+    std::fs::write(&k, edited).unwrap();
+    assert_eq!(image_of(tmp.path()), "krmsync:dev");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+/// The quick start's `kubectl get ksy` output shows as many RESOURCES as
+/// the example really renders.
+#[test]
+fn readme_quick_start_resource_count_matches_the_example() {
+    use krmsync::kustomize::{BuildOptions, build_dir};
+    let out = build_dir(
+        &root().join("examples/hello/overlays/prod"),
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    let readme = read("README.md");
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("hello   True"))
+        .expect("the quick start's table row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[3], out.resources.len().to_string(), "{row}");
+}

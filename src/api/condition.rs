@@ -93,7 +93,35 @@ pub fn set_condition(
     generation: Option<i64>,
     now: Time,
 ) {
-    let status = if status { "True" } else { "False" }.to_string();
+    let status = if status { "True" } else { "False" };
+    set_condition_status(conditions, type_, status, reason, message, generation, now);
+}
+
+/// [`set_condition`] with status `Unknown` (kstatus: e.g. a suspended
+/// object, whose readiness is not being checked).
+pub fn set_condition_unknown(
+    conditions: &mut Vec<Condition>,
+    type_: ConditionType,
+    reason: Reason,
+    message: impl Into<String>,
+    generation: Option<i64>,
+    now: Time,
+) {
+    set_condition_status(
+        conditions, type_, "Unknown", reason, message, generation, now,
+    );
+}
+
+fn set_condition_status(
+    conditions: &mut Vec<Condition>,
+    type_: ConditionType,
+    status: &str,
+    reason: Reason,
+    message: impl Into<String>,
+    generation: Option<i64>,
+    now: Time,
+) {
+    let status = status.to_string();
     let message = message.into();
     match conditions.iter_mut().find(|c| c.type_ == type_.as_str()) {
         Some(c) => {

@@ -25,7 +25,9 @@ use super::context::{CachedRender, Context};
 use super::error::{Error, Failure};
 use super::render::render_tree;
 use super::{status, storage};
-use crate::api::condition::{ConditionType, Reason, remove_condition, set_condition};
+use crate::api::condition::{
+    ConditionType, Reason, remove_condition, set_condition, set_condition_unknown,
+};
 use crate::api::kustomization::{DeletionPolicy, Inventory, InventoryEntry, KustomizationStatus};
 use crate::api::{
     ADOPT_ANNOTATION, ALLOW_NAMESPACE_MASS_DELETION_ANNOTATION, FINALIZER, Kustomization,
@@ -111,6 +113,21 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
     }
     if k.spec.suspend {
         tracing::debug!(kustomization = %key(k), "suspended");
+        // kstatus: readiness is not being checked; the suspension of this
+        // generation is observed (written only when it changed)
+        let prev = k.status.clone().unwrap_or_default();
+        let mut st = prev.clone();
+        st.observed_generation = k.metadata.generation;
+        remove_condition(&mut st.conditions, ConditionType::Reconciling);
+        set_condition_unknown(
+            &mut st.conditions,
+            ConditionType::Ready,
+            Reason::Suspended,
+            "Reconciliation is suspended (spec.suspend): nothing is fetched, applied or pruned",
+            k.metadata.generation,
+            now(),
+        );
+        status::write(&api, &k.name_any(), Some(&prev), &st).await?;
         return Ok(Action::await_change());
     }
 

@@ -1,6 +1,7 @@
 //! Rendering a fetched bundle with the engine: confined to the bundle, no
 //! network, no environment, `targetNamespace` applied through a generated
-//! kustomization layered over the bundle (nothing is written to it).
+//! in-memory kustomization beside the bundle (nothing is written to disk;
+//! beside, not inside, so that it never contains the tree it includes).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,8 +9,9 @@ use std::sync::Arc;
 use crate::kustomize::fs::{DiskFs, FileSystem, MemFs, OverlayFs, clean};
 use crate::kustomize::{self, BuildOptions, Error};
 
-/// Name of the generated (in-memory) kustomization directory.
-const TARGET_NS_DIR: &str = ".krmsync-target-namespace";
+/// Suffix of the generated (in-memory) kustomization directory, a sibling
+/// of the bundle root.
+const TARGET_NS_SUFFIX: &str = ".krmsync-target-namespace";
 
 /// The rendered stream, as objects for the API and as YAML for storage.
 #[derive(Debug)]
@@ -42,11 +44,16 @@ pub fn render_tree(
     let (fs, build_dir): (Arc<dyn FileSystem>, _) = match target_namespace {
         None => (disk, dir),
         Some(ns) => {
-            let gen_dir = root.join(TARGET_NS_DIR);
+            let base = root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "bundle".to_string());
+            let gen_dir = root.with_file_name(format!("{base}{TARGET_NS_SUFFIX}"));
+            let rel = rel.trim_end_matches('/');
             let target = if rel.is_empty() || rel == "." {
-                "..".to_string()
+                format!("../{base}")
             } else {
-                format!("../{}", rel.trim_end_matches('/'))
+                format!("../{base}/{rel}")
             };
             // JSON is YAML: no quoting questions for odd names.
             let k = serde_json::json!({
@@ -103,6 +110,28 @@ mod tests {
         let out = render_tree(d.path(), Some("apps/web"), Some("prod")).unwrap();
         assert_eq!(out.objects[0]["metadata"]["namespace"], "prod");
         assert_eq!(out.objects.len(), 1);
+    }
+
+    #[test]
+    fn target_namespace_works_for_a_kustomization_at_the_bundle_root() {
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("tree");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("kustomization.yaml"), "resources: [cm.yaml]\n").unwrap();
+        std::fs::write(
+            tree.join("cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+        )
+        .unwrap();
+        for path in [None, Some("."), Some("./"), Some("")] {
+            let out = render_tree(&tree, path, Some("team-a"))
+                .unwrap_or_else(|e| panic!("{path:?}: {e}"));
+            assert_eq!(out.objects.len(), 1, "{path:?}");
+            assert_eq!(out.objects[0]["metadata"]["namespace"], "team-a");
+        }
+        // nothing was written anywhere
+        let entries: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(entries.len(), 1);
     }
 
     #[test]

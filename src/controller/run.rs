@@ -101,6 +101,7 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
     let wc = watcher::Config::default().any_semantic();
     let catalogs_api: Api<Catalog> = Api::all(client.clone());
     let catalog_ctl = Controller::new(catalogs_api.clone(), wc.clone());
+    let catalog_store = catalog_ctl.store();
     let mut ctx = Context::new(client.clone(), config, workspace, metrics, settings.clone())?;
     ctx.catalogs = Some(catalog_ctl.store());
     let ctx = Arc::new(ctx);
@@ -135,6 +136,16 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
                 tracing::debug!(error = %e, "kustomization controller");
             }
         });
+    // no Kustomization is reconciled before the Catalog cache has synced
+    // (else, after a restart or a leader change, those using Catalogs would
+    // briefly report CatalogNotFound)
+    let kustomizations = async move {
+        if catalog_store.wait_until_ready().await.is_err() {
+            return;
+        }
+        tracing::debug!("catalog cache synced");
+        kustomizations.await;
+    };
     let catalogs = catalog_ctl
         .shutdown_on_signal()
         .run(catalog::reconcile, catalog::error_policy, ctx.clone())
