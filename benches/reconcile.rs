@@ -1,6 +1,6 @@
 //! Reconcile cost against the in-memory API server (`tests/support`):
 //! the first reconcile of N objects, a forced reconcile of an unchanged
-//! revision (render skipped, server-side apply of every object), a watch
+//! revision (render skipped; objects nobody changed are not applied again), a watch
 //! event that changes nothing, and a new revision changing one object.
 //!
 //! `cargo bench --bench reconcile` (N=1000), or `-- 5000` for another N.

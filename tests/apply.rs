@@ -641,3 +641,75 @@ async fn steady_state_apply_costs_one_request_per_object() {
         .collect();
     assert_eq!(names, expected);
 }
+
+/// With the memory of the last apply, a set nobody changed costs one LIST
+/// per kind and namespace and no write; an edited or deleted object is
+/// still restored.
+#[tokio::test]
+async fn unchanged_objects_cost_no_request_but_drift_is_restored() {
+    use krmsync::apply::AppliedMemory;
+    let fake = FakeApi::start().await;
+    fake.insert(namespace("prod"));
+    let applier = Applier::new(fake.client());
+    let set: Vec<Value> = (0..20)
+        .map(|i| configmap(&format!("c{i}"), "v"))
+        .chain((0..5).map(|i| deployment(&format!("d{i}"), 1)))
+        .collect();
+    let mut memory = AppliedMemory::default();
+    let run = |memory: &mut AppliedMemory| {
+        let (applier, set) = (applier.clone(), set.clone());
+        let mut m = std::mem::take(memory);
+        async move {
+            let plan = applier.plan(set, &opts()).await.unwrap();
+            let r = applier.apply_plan(plan, &opts(), &mut m).await.unwrap();
+            (r, m)
+        }
+    };
+    let (first, m) = run(&mut memory).await;
+    memory = m;
+    assert_eq!(first.count(Action::Created), 25);
+    assert_eq!(memory.len(), 25);
+
+    fake.clear_requests();
+    let (again, m) = run(&mut memory).await;
+    memory = m;
+    assert_eq!(again.count(Action::Unchanged), 25, "{}", again.summary());
+    let reqs: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        reqs,
+        vec![
+            "GET /api/v1/namespaces/prod/configmaps".to_string(),
+            "GET /apis/apps/v1/namespaces/prod/deployments".to_string()
+        ],
+        "one LIST per kind and namespace, nothing else"
+    );
+
+    // drift: another writer edits one object, another is deleted
+    let mut c3 = fake.get("v1", "ConfigMap", Some("prod"), "c3").unwrap();
+    c3["data"]["key"] = json!("edited");
+    fake.insert(c3);
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        fake.client(),
+        "prod",
+        &kube::discovery::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+    );
+    api.delete("c7", &Default::default()).await.unwrap();
+    fake.clear_requests();
+    let (healed, _) = run(&mut memory).await;
+    assert_eq!(healed.summary(), "1 created, 1 configured, 23 unchanged");
+    assert_eq!(
+        fake.get("v1", "ConfigMap", Some("prod"), "c3").unwrap()["data"]["key"],
+        "v"
+    );
+    assert!(fake.get("v1", "ConfigMap", Some("prod"), "c7").is_some());
+    let writes = writes(&fake);
+    assert_eq!(
+        writes.len(),
+        2,
+        "only the two changed objects are written: {writes:?}"
+    );
+}

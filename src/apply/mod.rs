@@ -27,8 +27,8 @@ mod inventory;
 mod prune;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -309,6 +309,37 @@ impl Plan {
     }
 }
 
+/// What krmsync last applied to each object of a set: a hash of the
+/// applied configuration and the `resourceVersion` the object had right
+/// after. An object whose live `resourceVersion` is still that one, and
+/// whose desired configuration hashes the same, has not changed since: it
+/// is neither dry-run nor applied again, so a reconcile that changes
+/// nothing costs one LIST per kind and namespace. Any change by anyone
+/// (drift) bumps the `resourceVersion`, and a deleted object is absent:
+/// both are applied as usual. Kept in memory by the caller between
+/// reconciles (empty after a restart: everything is dry-run once).
+#[derive(Clone, Debug, Default)]
+pub struct AppliedMemory {
+    entries: HashMap<String, (String, String)>,
+}
+
+impl AppliedMemory {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// sha256 of an object's JSON.
+fn config_hash(obj: &Value) -> String {
+    use sha2::Digest;
+    let bytes = serde_json::to_vec(obj).unwrap_or_default();
+    format!("{:x}", sha2::Sha256::digest(&bytes))
+}
+
 /// Why an apply or prune failed. Each message names the object (or the
 /// group-version) concerned.
 #[derive(Debug, thiserror::Error)]
@@ -474,7 +505,8 @@ impl Applier {
                 owner: owner_id(&f.owner_namespace, &f.owner_name),
             });
         }
-        self.apply_plan(plan, opts).await
+        self.apply_plan(plan, opts, &mut AppliedMemory::default())
+            .await
     }
 
     /// Validates all objects, resolves their kinds and observes what the
@@ -488,15 +520,31 @@ impl Applier {
     }
 
     /// Applies a plan (see the module documentation). Nothing is written
-    /// when any object fails validation or the dry-run.
+    /// when any object fails validation or the dry-run. `memory` (see
+    /// [`AppliedMemory`]) is read and updated.
     pub async fn apply_plan(
         &self,
         plan: Plan,
         opts: &ApplyOptions,
+        memory: &mut AppliedMemory,
     ) -> Result<ApplyReport, ApplyError> {
         let mut items = plan.items;
         for p in items.iter_mut() {
             mark_ownership(p, opts);
+        }
+        let previous = std::mem::take(&mut memory.entries);
+        let recorded: Mutex<HashMap<String, (String, String)>> = Mutex::new(HashMap::new());
+        // unchanged since krmsync applied them: no dry-run, no apply
+        let mut unchanged: HashSet<String> = HashSet::new();
+        for p in &items {
+            if let Live::Ours {
+                resource_version, ..
+            } = &p.live
+                && previous.get(&p.oref.entry().id)
+                    == Some(&(config_hash(&p.obj), resource_version.clone()))
+            {
+                unchanged.insert(p.oref.entry().id);
+            }
         }
         // Namespaces this set creates: objects in them cannot be dry-run yet.
         let new_namespaces: HashSet<String> = items
@@ -511,8 +559,11 @@ impl Applier {
                     .as_ref()
                     .is_none_or(|ns| !new_namespaces.contains(ns))
         };
-        let (now, later): (Vec<&Planned>, Vec<&Planned>) = items.iter().partition(|p| dry_now(p));
-        let mut unchanged = self.dry_run(&now, opts).await?;
+        let (now, later): (Vec<&Planned>, Vec<&Planned>) = items
+            .iter()
+            .filter(|p| !unchanged.contains(&p.oref.entry().id))
+            .partition(|p| dry_now(p));
+        unchanged.extend(self.dry_run(&now, opts).await?);
         let later: Vec<Planned> = later.into_iter().cloned().collect();
 
         let (first, rest): (Vec<Planned>, Vec<Planned>) = items
@@ -520,9 +571,9 @@ impl Applier {
             .partition(|p| p.oref.is_crd() || p.oref.is_namespace());
         let mut report = ApplyReport::default();
         let crds: Vec<Planned> = first.iter().filter(|p| p.oref.is_crd()).cloned().collect();
-        report
-            .objects
-            .extend(self.apply_phase(&first, &unchanged, opts).await?);
+        let first_phase = self.apply_phase(&first, &unchanged, &recorded, opts).await;
+        memory.entries = recorded.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        report.objects.extend(first_phase?);
         let deadline = tokio::time::Instant::now() + opts.crd_establish_timeout;
         for crd in &crds {
             self.wait_established(crd, deadline, opts.crd_establish_timeout)
@@ -548,9 +599,9 @@ impl Applier {
             .filter(|p| deferred.contains(&p.oref.entry().id))
             .collect();
         unchanged.extend(self.dry_run(&deferred, opts).await?);
-        report
-            .objects
-            .extend(self.apply_phase(&rest, &unchanged, opts).await?);
+        let second_phase = self.apply_phase(&rest, &unchanged, &recorded, opts).await;
+        memory.entries = recorded.into_inner().unwrap_or_else(|e| e.into_inner());
+        report.objects.extend(second_phase?);
         Ok(report)
     }
 
@@ -720,6 +771,51 @@ impl Applier {
                 None => unknown.push(i),
             }
         }
+        // many objects of one kind and namespace not ours yet (a first
+        // apply): one unlabelled LIST of metadata instead of a GET each
+        let mut groups: HashMap<(String, String, Option<String>), Vec<usize>> = HashMap::new();
+        for &i in &unknown {
+            if let Some(r) = &items[i].resource {
+                groups
+                    .entry((
+                        r.api_version.clone(),
+                        r.plural.clone(),
+                        items[i].oref.namespace.clone(),
+                    ))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        let mut listed_all = HashSet::new();
+        for indices in groups.values().filter(|v| v.len() > APPLY_CONCURRENCY) {
+            let p = &items[indices[0]];
+            let Some(resource) = &p.resource else {
+                continue;
+            };
+            let api = self.api_for(resource, &p.oref);
+            // not listable with these rights: a GET per object instead
+            let Ok(list) = api.list_metadata(&ListParams::default()).await else {
+                continue;
+            };
+            let found: HashMap<String, ObjectMeta> = list
+                .items
+                .into_iter()
+                .filter_map(|o| Some((o.metadata.name.clone()?, o.metadata)))
+                .collect();
+            for &i in indices {
+                items[i].live = match found.get(&items[i].oref.name) {
+                    Some(meta) => live_of(meta, opts),
+                    None => Live::Absent,
+                };
+                listed_all.insert(i);
+            }
+        }
+        // an object listed here as ours after all (its labels changed
+        // since the labelled LIST) is looked up again for its content
+        let unknown: Vec<usize> = unknown
+            .into_iter()
+            .filter(|i| !listed_all.contains(i) || matches!(items[*i].live, Live::Ours { .. }))
+            .collect();
         let stop = AtomicBool::new(false);
         let mut jobs = Vec::with_capacity(unknown.len());
         for &i in &unknown {
@@ -834,8 +930,15 @@ impl Applier {
         &self,
         phase: &[Planned],
         unchanged: &HashSet<String>,
+        recorded: &Mutex<HashMap<String, (String, String)>>,
         opts: &ApplyOptions,
     ) -> Result<Vec<AppliedObject>, ApplyError> {
+        let record = |id: String, hash: String, rv: String| {
+            recorded
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, (hash, rv));
+        };
         let stop = AtomicBool::new(false);
         // collected first: a lazy iterator of borrowing futures would make
         // the stream's Send bound unprovable for the controller's task
@@ -846,7 +949,16 @@ impl Applier {
                 if stop.load(Ordering::SeqCst) {
                     return None;
                 }
-                if unchanged.contains(&p.oref.entry().id) {
+                if unchanged.contains(&p.oref.entry().id)
+                    && let Live::Ours {
+                        resource_version, ..
+                    } = &p.live
+                {
+                    record(
+                        p.oref.entry().id,
+                        config_hash(&p.obj),
+                        resource_version.clone(),
+                    );
                     return Some(Ok(AppliedObject {
                         entry: p.oref.entry(),
                         display: p.oref.display(),
@@ -854,22 +966,28 @@ impl Applier {
                         adopted: false,
                     }));
                 }
-                let r = self.apply_one(p, opts).await;
-                if r.is_err() {
-                    stop.store(true, Ordering::SeqCst);
+                match self.apply_one(p, opts).await {
+                    Ok((applied, hash, rv)) => {
+                        record(p.oref.entry().id, hash, rv);
+                        Some(Ok(applied))
+                    }
+                    Err(e) => {
+                        stop.store(true, Ordering::SeqCst);
+                        Some(Err(e))
+                    }
                 }
-                Some(r)
             });
         }
         run_all(jobs, &stop).await
     }
 
-    /// Applies one object.
+    /// Applies one object; returns it with the hash of the configuration
+    /// sent and the resourceVersion after.
     async fn apply_one(
         &self,
         p: &Planned,
         opts: &ApplyOptions,
-    ) -> Result<AppliedObject, ApplyError> {
+    ) -> Result<(AppliedObject, String, String), ApplyError> {
         let api_err = |source| ApplyError::Api {
             object: p.oref.to_string(),
             source,
@@ -932,12 +1050,17 @@ impl Applier {
             Some(b) if Some(&b) == after.metadata.resource_version.as_ref() => Action::Unchanged,
             Some(_) => Action::Configured,
         };
-        Ok(AppliedObject {
+        let applied = AppliedObject {
             entry: p.oref.entry(),
             display: p.oref.display(),
             action,
             adopted: matches!(live, Live::Unowned | Live::Foreign { .. }),
-        })
+        };
+        Ok((
+            applied,
+            config_hash(&obj),
+            after.metadata.resource_version.unwrap_or_default(),
+        ))
     }
 
     /// Polls the CRD until its Established condition is True.

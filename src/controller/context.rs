@@ -68,6 +68,8 @@ pub(crate) struct Memory {
     /// When the next full reconcile is due.
     pub next_due: Option<Instant>,
     pub render: Option<Arc<CachedRender>>,
+    /// What the last apply wrote (skips objects nobody changed since).
+    pub applied: crate::apply::AppliedMemory,
 }
 
 pub struct Context {

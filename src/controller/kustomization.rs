@@ -482,8 +482,15 @@ async fn pipeline(
     }
 
     // apply (dry-run first), then prune: only after everything applied
-    let report = within(deadline, "applying", applier.apply_plan(plan, &opts))
-        .await
+    let mut applied = ctx.with_memory(&mkey, |m| std::mem::take(&mut m.applied));
+    let result = within(
+        deadline,
+        "applying",
+        applier.apply_plan(plan, &opts, &mut applied),
+    )
+    .await;
+    ctx.with_memory(&mkey, |m| m.applied = applied);
+    let report = result
         .map_err(Failure::Apply)?
         .map_err(|e| Failure::Apply(e.to_string()))?;
     let inventory = report.inventory();
