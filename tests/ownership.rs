@@ -454,3 +454,50 @@ async fn objects_recorded_under_an_api_version_no_longer_served_are_still_pruned
         "pruned through v2"
     );
 }
+
+/// An object handed over to a Kustomization that is later deleted with
+/// `Orphan` is adopted back by the previous owner, which still renders it.
+#[tokio::test]
+async fn a_handed_over_object_whose_new_owner_is_gone_is_adopted_back() {
+    let h = harness().await;
+    h.bundle(
+        NS,
+        "old",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &cm("moving", "old")),
+        ],
+    );
+    h.kustomization(NS, "old", json!({}));
+    h.reconcile_ready(NS, "old").await;
+    let adopting = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
+    );
+    h.bundle(
+        NS,
+        "new",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &adopting),
+        ],
+    );
+    h.kustomization(NS, "new", json!({"deletionPolicy": "Orphan"}));
+    h.reconcile_ready(NS, "new").await;
+    h.delete(NS, "new").await;
+    assert!(h.get_opt(NS, "new").await.is_none());
+
+    let k = h.reconcile_ready(NS, "old").await;
+    assert!(
+        !condition(&k, "Applied").message.contains("handed over"),
+        "{:?}",
+        k.status
+    );
+    let obj = h.object("v1", "ConfigMap", Some(NS), "moving").unwrap();
+    assert_eq!(labels(&obj), (Some("old"), Some(NS)));
+    assert_eq!(obj["data"]["v"], "old");
+    let inv = k.status.unwrap().inventory.unwrap();
+    assert!(
+        inv.entries.iter().any(|e| e.id.contains("moving")),
+        "{inv:?}"
+    );
+}

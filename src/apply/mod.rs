@@ -271,24 +271,43 @@ impl Plan {
     }
 
     /// Removes the objects that another Kustomization took over explicitly
-    /// (and that this render does not ask to take back): they are neither
-    /// applied nor kept in the inventory. Returns them.
-    pub fn take_handed_over(&mut self) -> Vec<ForeignObject> {
+    /// (and that this render does not ask to take back) while that
+    /// Kustomization exists (`owner_alive(namespace, name)`): they are
+    /// neither applied nor kept in the inventory. Returns them. Objects
+    /// handed over to a Kustomization that is gone stay (adopted back).
+    pub fn take_handed_over(
+        &mut self,
+        owner_alive: impl Fn(&str, &str) -> bool,
+    ) -> Vec<ForeignObject> {
+        let taken = |p: &Planned| match &p.live {
+            Live::Foreign {
+                owner_namespace,
+                owner_name,
+                handed_over: true,
+            } => !asks_adoption(&p.obj) && owner_alive(owner_namespace, owner_name),
+            _ => false,
+        };
         let gone: Vec<ForeignObject> = self
             .foreign()
             .into_iter()
-            .filter(|f| f.handed_over && !f.adopt)
+            .zip(
+                self.items
+                    .iter()
+                    .filter(|p| matches!(p.live, Live::Foreign { .. })),
+            )
+            .filter(|(_, p)| taken(p))
+            .map(|(f, _)| f)
             .collect();
-        self.items.retain(|p| {
-            !matches!(
-                p.live,
-                Live::Foreign {
-                    handed_over: true,
-                    ..
-                }
-            ) || asks_adoption(&p.obj)
-        });
+        self.items.retain(|p| !taken(p));
         gone
+    }
+
+    /// The Kustomizations (namespace, name) owning objects of the plan.
+    pub fn foreign_owners(&self) -> BTreeSet<(String, String)> {
+        self.foreign()
+            .into_iter()
+            .map(|f| (f.owner_namespace, f.owner_name))
+            .collect()
     }
 
     /// Number of objects.
@@ -494,7 +513,8 @@ impl Applier {
         opts: &ApplyOptions,
     ) -> Result<ApplyReport, ApplyError> {
         let mut plan = self.plan(objects, opts).await?;
-        plan.take_handed_over();
+        // without a way to tell whether owners exist: every owner is alive
+        plan.take_handed_over(|_, _| true);
         if let Some(f) = plan
             .foreign()
             .into_iter()

@@ -464,8 +464,14 @@ async fn pipeline(
     .await
     .map_err(Failure::Apply)?
     .map_err(|e| Failure::Apply(e.to_string()))?;
-    let handed_over = plan.take_handed_over();
-    check_ownership(k, ctx, &plan).await?;
+    let alive = owners_alive(ctx, &plan).await?;
+    let handed_over = plan.take_handed_over(|ns, name| {
+        alive
+            .get(&(ns.to_string(), name.to_string()))
+            .copied()
+            .unwrap_or(true)
+    });
+    check_ownership(k, &plan, &alive)?;
 
     // crash consistency: before the first write of a revision, the
     // recorded inventory covers everything it may create
@@ -641,48 +647,52 @@ fn display_entry(e: &InventoryEntry) -> String {
         .unwrap_or_else(|| e.id.clone())
 }
 
+/// Whether each Kustomization owning objects of the plan still exists
+/// (read with the controller's own client).
+async fn owners_alive(
+    ctx: &Context,
+    plan: &crate::apply::Plan,
+) -> Result<BTreeMap<(String, String), bool>, Failure> {
+    let mut alive = BTreeMap::new();
+    for (ns, name) in plan.foreign_owners() {
+        let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &ns);
+        let exists = api
+            .get_opt(&name)
+            .await
+            .map_err(|e| {
+                Failure::OwnershipConflict(format!(
+                    "reading the owner Kustomization {}: {e}",
+                    owner_id(&ns, &name)
+                ))
+            })?
+            .is_some();
+        alive.insert((ns, name), exists);
+    }
+    Ok(alive)
+}
+
 /// Refuses the render when an object belongs to another Kustomization that
 /// still exists (unless the rendered object asks to adopt it). Objects whose
 /// owner is gone are adopted.
-async fn check_ownership(
+fn check_ownership(
     k: &Kustomization,
-    ctx: &Context,
     plan: &crate::apply::Plan,
+    alive: &BTreeMap<(String, String), bool>,
 ) -> Result<(), Failure> {
-    let mut exists: BTreeMap<(String, String), bool> = BTreeMap::new();
     let mut conflicts = Vec::new();
     for f in plan.foreign() {
+        let owner = owner_id(&f.owner_namespace, &f.owner_name);
         if f.adopt {
-            tracing::info!(kustomization = %key(k), object = %f.object,
-                owner = %owner_id(&f.owner_namespace, &f.owner_name), "taking over (krmsync.dev/adopt)");
+            tracing::info!(kustomization = %key(k), object = %f.object, %owner,
+                "taking over (krmsync.dev/adopt)");
             continue;
         }
-        let owner = (f.owner_namespace.clone(), f.owner_name.clone());
-        let alive = match exists.get(&owner) {
-            Some(a) => *a,
-            None => {
-                let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &owner.0);
-                let a = api
-                    .get_opt(&owner.1)
-                    .await
-                    .map_err(|e| {
-                        Failure::OwnershipConflict(format!(
-                            "{}: reading its owner Kustomization {}: {e}",
-                            f.object,
-                            owner_id(&owner.0, &owner.1)
-                        ))
-                    })?
-                    .is_some();
-                exists.insert(owner.clone(), a);
-                a
-            }
-        };
-        if alive {
-            conflicts.push(format!(
-                "{} belongs to Kustomization {}",
-                f.object,
-                owner_id(&owner.0, &owner.1)
-            ));
+        let exists = alive
+            .get(&(f.owner_namespace.clone(), f.owner_name.clone()))
+            .copied()
+            .unwrap_or(true);
+        if exists {
+            conflicts.push(format!("{} belongs to Kustomization {owner}", f.object));
         }
     }
     if conflicts.is_empty() {
