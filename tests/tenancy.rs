@@ -90,6 +90,14 @@ async fn require_service_account_refuses_before_doing_anything() {
         h.object("v1", "Secret", Some("team-b"), "planted")
             .is_none()
     );
+    // the controller's own RBAC lets it record why
+    assert!(
+        h.event_reasons()
+            .iter()
+            .any(|r| r == "ServiceAccountRequired"),
+        "{:?}",
+        h.event_reasons()
+    );
 }
 
 #[tokio::test]
