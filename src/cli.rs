@@ -56,10 +56,15 @@ enum Command {
             default_value = "LoadRestrictionsRootOnly"
         )]
         load_restrictor: RestrictorArg,
-        /// Allow non-builtin plugin configurations (krmsync still refuses to
-        /// execute them: it never runs exec or container functions).
+        /// Run non-builtin plugins: KRM functions (container functions
+        /// through docker or podman) and legacy exec plugins from
+        /// `$KUSTOMIZE_PLUGIN_HOME`.
         #[arg(long = "enable-alpha-plugins")]
         enable_alpha_plugins: bool,
+        /// With --enable-alpha-plugins, also run exec KRM functions
+        /// (without it they are skipped, as in kustomize).
+        #[arg(long = "enable-exec")]
+        enable_exec: bool,
         /// Add the `app.kubernetes.io/managed-by` label to every resource.
         #[arg(long = "enable-managedby-label")]
         enable_managedby_label: bool,
@@ -436,8 +441,18 @@ pub fn main() -> ExitCode {
             reorder,
             load_restrictor,
             enable_alpha_plugins,
+            enable_exec,
             enable_managedby_label,
         } => {
+            let function_runner: Option<Arc<dyn crate::kustomize::function::FunctionRunner>> =
+                enable_alpha_plugins.then(|| {
+                    Arc::new(crate::krm::ProcessRunner {
+                        plugin_home: crate::krm::default_plugin_home(&|k| std::env::var(k).ok()),
+                        container_cli: crate::krm::find_container_cli(),
+                        forward_stderr: true,
+                        ..Default::default()
+                    }) as Arc<dyn crate::kustomize::function::FunctionRunner>
+                });
             let opts = BuildOptions {
                 reorder: reorder.map(|r| match r {
                     ReorderArg::Legacy => Reorder::Legacy,
@@ -448,8 +463,10 @@ pub fn main() -> ExitCode {
                     RestrictorArg::None => LoadRestrictor::None,
                 },
                 enable_alpha_plugins,
+                enable_exec,
                 enable_managedby_label,
                 env: Some(Arc::new(|k: &str| std::env::var(k).ok())),
+                function_runner,
             };
             report(build_command(&dir, output.as_deref(), &opts))
         }

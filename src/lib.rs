@@ -7,11 +7,14 @@
 //! * [`apply`]: server-side apply, inventory and prune.
 //! * [`cli`]: the command-line interface.
 //! * [`controller`]: the reconcilers, leader election, metrics.
+//! * [`krm`]: the KRM function runtime (exec/container functions, legacy
+//!   exec plugins) behind the engine's function hook.
 //! * [`source`]: fetching git, HTTP and in-cluster bundles into a workspace.
 
 pub mod api;
 pub mod apply;
 pub mod cli;
 pub mod controller;
+pub mod krm;
 pub mod kustomize;
 pub mod source;

@@ -20,6 +20,7 @@ pub mod error;
 pub mod fieldpath;
 pub mod fieldspec;
 pub mod fs;
+pub mod function;
 pub mod generator;
 pub mod kustomization;
 pub mod loader;
@@ -71,9 +72,15 @@ pub struct BuildOptions {
     pub reorder: Option<Reorder>,
     pub load_restrictor: LoadRestrictor,
     pub enable_alpha_plugins: bool,
+    /// `--enable-exec`: run exec KRM functions (with alpha plugins). As in
+    /// kustomize, without it exec functions are skipped (with a warning).
+    pub enable_exec: bool,
     pub enable_managedby_label: bool,
     /// Environment for env-file lines without `=` (none by default).
     pub env: Option<EnvFn>,
+    /// Runs external plugins (KRM functions, legacy exec plugins). `None`:
+    /// every external plugin is refused with an error.
+    pub function_runner: Option<Arc<dyn function::FunctionRunner>>,
 }
 
 impl std::fmt::Debug for BuildOptions {
@@ -82,8 +89,10 @@ impl std::fmt::Debug for BuildOptions {
             .field("reorder", &self.reorder)
             .field("load_restrictor", &self.load_restrictor)
             .field("enable_alpha_plugins", &self.enable_alpha_plugins)
+            .field("enable_exec", &self.enable_exec)
             .field("enable_managedby_label", &self.enable_managedby_label)
             .field("env", &self.env.is_some())
+            .field("function_runner", &self.function_runner.is_some())
             .finish()
     }
 }
@@ -157,7 +166,7 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
     vars::resolve_vars(&mut m, &ra.vars, &ra.config.var_reference)?;
     m.retain(|r| !is_local_config(r));
 
-    let mut warnings = Vec::new();
+    let mut warnings = ctx.take_warnings();
     let mut resources = m.into_resources();
     let (first, last, legacy) = match &target.kust.sort_options {
         Some(so) => {

@@ -3,7 +3,9 @@
 //! Entries are inline YAML, files or kustomization directories whose
 //! resources are plugin configurations. Builtin kinds (`apiVersion:
 //! builtin`) run in-process. Anything else is an external plugin (a KRM
-//! function or a legacy plugin), which `krmsync build` never executes.
+//! function or a legacy exec plugin), run through the build's
+//! [`FunctionRunner`](super::function::FunctionRunner) when
+//! `--enable-alpha-plugins` is given (see [`external`]).
 
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, TransformerConfig};
@@ -20,6 +22,8 @@ use super::resource::{ResMap, Resource};
 use super::target::{Accumulator, Target, custom_image_specs, split_resources};
 use super::transform::{self, SubjectMode};
 use super::yaml::{Mapping, Value, parse};
+
+mod external;
 
 /// Builtin plugin kinds kustomize 5.5 can load from `generators:` /
 /// `transformers:`.
@@ -93,7 +97,7 @@ fn kind_of(cfg: &Resource) -> Result<(bool, String)> {
     Ok((builtin, kind))
 }
 
-fn external_error(t: &Target, cfg: &Resource) -> Error {
+pub(crate) fn external_error(t: &Target, cfg: &Resource) -> Error {
     if !t.ctx.opts.enable_alpha_plugins {
         return Error::invalid(format!(
             "external plugins disabled; unable to load external plugin '{}' ({}): enable with --enable-alpha-plugins",
@@ -211,7 +215,9 @@ pub fn run_generator_entry(t: &Target, _ra: &Accumulator, entry: &String) -> Res
     for cfg in configs {
         let (builtin, kind) = kind_of(&cfg)?;
         if !builtin {
-            return Err(external_error(t, &cfg));
+            let ext = external::load(t, &cfg, "generator")?;
+            out.extend(external::generate(t, &cfg, &ext)?);
+            continue;
         }
         let obj = &cfg.obj;
         let origin = cfg.origin.clone();
@@ -280,7 +286,10 @@ pub fn run_transformer_entry(t: &Target, ra: &mut Accumulator, entry: &String) -
     for cfg in configs {
         let (builtin, kind) = kind_of(&cfg)?;
         if !builtin {
-            return Err(external_error(t, &cfg));
+            let ext = external::load(t, &cfg, "transformer")?;
+            external::transform(t, &mut ra.resources, &cfg, &ext)?;
+            t.record_transformer(ra, external::origin(t, &cfg));
+            continue;
         }
         run_builtin_transformer(t, ra, &kind, &cfg.obj)
             .map_err(|e| e.context(format!("builtin {kind}")))?;
@@ -506,14 +515,27 @@ fn replacements(loader: &Loader, m: &mut ResMap, entries: &[Value], lenient: boo
 }
 
 /// `validators:` entries: builtin kustomize has no validators, so every
-/// entry is an external plugin.
-pub fn run_validators(t: &Target, _ra: &mut Accumulator) -> Result<()> {
+/// entry is an external plugin, run as a transformer that must not change
+/// the resources (beyond a `validated-by` label).
+pub fn run_validators(t: &Target, ra: &mut Accumulator) -> Result<()> {
     let entries: Vec<&String> = t.kust.validators.iter().collect();
     let configs = load_configs(t, &entries)?;
-    match configs.first() {
-        Some(cfg) => Err(external_error(t, cfg)),
-        None => Ok(()),
+    let mut exts = Vec::new();
+    for cfg in &configs {
+        let (builtin, kind) = kind_of(cfg)?;
+        if builtin {
+            return Err(Error::invalid(format!(
+                "builtin {kind} cannot be used as a validator"
+            )));
+        }
+        exts.push(external::load(t, cfg, "transformer")?);
     }
+    for (cfg, ext) in configs.iter().zip(&exts) {
+        let original = ra.resources.clone();
+        external::transform(t, &mut ra.resources, cfg, ext)?;
+        external::check_unmodified(&original, &ra.resources)?;
+    }
+    Ok(())
 }
 
 /// `crds:` entries (legacy): OpenAPI definitions keyed by Go type name.

@@ -41,6 +41,10 @@ pub struct Origin {
     /// For generated/transformed resources: the file configuring the
     /// generator or transformer, relative to the top-level root.
     pub configured_in: String,
+    /// `apiVersion` of a custom (non-builtin) plugin config; `None` for
+    /// builtin generators and transformers (`apiVersion: builtin`), an
+    /// empty string when the config has none.
+    pub configured_by_api_version: Option<String>,
     /// Kind and (for plugin configs) name of the builtin generator or
     /// transformer.
     pub configured_by_kind: String,
@@ -65,7 +69,11 @@ impl Origin {
         if !self.configured_in.is_empty() {
             line(out, &format!("configuredIn: {}", self.configured_in));
             line(out, "configuredBy:");
-            line(out, "  apiVersion: builtin");
+            match &self.configured_by_api_version {
+                None => line(out, "  apiVersion: builtin"),
+                Some(a) if a.is_empty() => {}
+                Some(a) => line(out, &format!("  apiVersion: {a}")),
+            }
             line(out, &format!("  kind: {}", self.configured_by_kind));
             if !self.configured_by_name.is_empty() {
                 line(out, &format!("  name: {}", self.configured_by_name));

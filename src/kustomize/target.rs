@@ -77,6 +77,8 @@ pub struct BuildCtx<'o> {
     /// the first kustomization loaded with the field (the top level first)
     /// chooses it for the rest of the build.
     chosen_schema: RefCell<Option<Arc<Schema>>>,
+    /// Warnings to report with the result.
+    warnings: RefCell<Vec<String>>,
 }
 
 impl<'o> BuildCtx<'o> {
@@ -84,7 +86,18 @@ impl<'o> BuildCtx<'o> {
         BuildCtx {
             opts,
             chosen_schema: RefCell::new(None),
+            warnings: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Records a warning for [`super::Rendered::warnings`].
+    pub fn warn(&self, w: String) {
+        self.warnings.borrow_mut().push(w);
+    }
+
+    /// The warnings recorded so far.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.borrow_mut())
     }
 
     /// The schema for strategic merges: the chosen one, else the builtin.

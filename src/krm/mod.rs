@@ -1,0 +1,351 @@
+//! The KRM function runtime: runs exec and container KRM functions and
+//! legacy exec plugins as child processes for the render engine.
+//!
+//! [`ProcessRunner`] implements the engine's
+//! [`FunctionRunner`](crate::kustomize::function::FunctionRunner) hook:
+//! * exec functions run with the kustomization directory as working
+//!   directory, a clean environment (`PATH`, `HOME`, `TMPDIR` only), the
+//!   [`ResourceList`](wire::ResourceList) on stdin, a wall-clock timeout
+//!   and a cap on output size;
+//! * container functions run through `docker` or `podman` (`--network
+//!   none` unless the spec asks for the network and the runner allows it,
+//!   read-only root, the spec's `envs`, its mounts only when allowed);
+//! * legacy exec plugins get the config file path and their arguments,
+//!   kustomize's environment (the host's plus `KUSTOMIZE_PLUGIN_CONFIG_STRING`
+//!   and `KUSTOMIZE_PLUGIN_CONFIG_ROOT`), the resources on stdin.
+//!
+//! Sandboxing (Landlock, seccomp, rlimits) and in-cluster execution are
+//! later runners behind the same trait.
+
+pub mod process;
+pub mod wire;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::kustomize::function::{
+    ContainerSpec, FunctionCall, FunctionRunner, FunctionSpec, LegacyPluginCall,
+};
+use crate::kustomize::resid::Gvk;
+use crate::kustomize::yaml::Value;
+
+use process::{Output, Run};
+use wire::ResourceList;
+
+/// Default wall-clock limit of one function run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default cap on a function's stdout (and, separately, stderr).
+pub const DEFAULT_MAX_OUTPUT: usize = 64 << 20;
+
+/// Runs functions and plugins as local child processes.
+#[derive(Clone, Debug)]
+pub struct ProcessRunner {
+    /// Where legacy exec plugins live (`KUSTOMIZE_PLUGIN_HOME`).
+    pub plugin_home: Option<PathBuf>,
+    pub timeout: Duration,
+    pub max_output: usize,
+    /// `docker` or `podman` for container functions (`None`: refused).
+    pub container_cli: Option<PathBuf>,
+    /// Let container functions have the network when their spec asks.
+    pub allow_network: bool,
+    /// Let container functions bind their spec's mounts.
+    pub allow_mounts: bool,
+    /// Copy a successful function's stderr to ours (as kustomize does).
+    pub forward_stderr: bool,
+}
+
+impl Default for ProcessRunner {
+    fn default() -> Self {
+        ProcessRunner {
+            plugin_home: None,
+            timeout: DEFAULT_TIMEOUT,
+            max_output: DEFAULT_MAX_OUTPUT,
+            container_cli: None,
+            allow_network: false,
+            allow_mounts: true,
+            forward_stderr: false,
+        }
+    }
+}
+
+/// kustomize's plugin home: `$KUSTOMIZE_PLUGIN_HOME`, else
+/// `$XDG_CONFIG_HOME/kustomize/plugin`, else `$HOME/.config/kustomize/plugin`.
+pub fn default_plugin_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(h) = env("KUSTOMIZE_PLUGIN_HOME").filter(|s| !s.is_empty()) {
+        return Some(PathBuf::from(h));
+    }
+    if let Some(x) = env("XDG_CONFIG_HOME").filter(|s| !s.is_empty()) {
+        return Some(Path::new(&x).join("kustomize").join("plugin"));
+    }
+    env("HOME").filter(|s| !s.is_empty()).map(|h| {
+        Path::new(&h)
+            .join(".config")
+            .join("kustomize")
+            .join("plugin")
+    })
+}
+
+/// The first of `docker`, `podman` found on `PATH`.
+pub fn find_container_cli() -> Option<PathBuf> {
+    ["docker", "podman"].iter().find_map(|n| which(n))
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The clean environment of exec functions.
+fn clean_env() -> Vec<(String, String)> {
+    let mut env = vec![(
+        "PATH".to_string(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+    )];
+    for k in ["HOME", "TMPDIR"] {
+        if let Ok(v) = std::env::var(k) {
+            env.push((k.to_string(), v));
+        }
+    }
+    env
+}
+
+fn stderr_note(out: &Output) -> String {
+    let e = String::from_utf8_lossy(&out.stderr);
+    let e = e.trim();
+    if e.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {e}")
+    }
+}
+
+impl ProcessRunner {
+    fn run(&self, run: Run) -> Result<Output, String> {
+        process::run(run, self.timeout, self.max_output)
+    }
+
+    fn forward(&self, out: &Output) {
+        if self.forward_stderr && !out.stderr.is_empty() {
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+
+    fn exec_program(&self, path: &str, dir: &Path) -> Result<PathBuf, String> {
+        if path.contains('/') {
+            let p = dir.join(path);
+            if !p.exists() {
+                return Err(format!("exec path {} does not exist", p.display()));
+            }
+            Ok(p)
+        } else {
+            which(path).ok_or_else(|| format!("exec path '{path}' not found on PATH"))
+        }
+    }
+
+    fn container_run(&self, c: &ContainerSpec, dir: &Path, stdin: Vec<u8>) -> Result<Run, String> {
+        let cli = self.container_cli.clone().ok_or_else(|| {
+            format!(
+                "container function image '{}' cannot run: neither docker nor podman is on PATH",
+                c.image
+            )
+        })?;
+        let mut args: Vec<String> = ["run", "--rm", "-i", "--read-only"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.push("--security-opt=no-new-privileges".into());
+        args.push("--user=nobody".into());
+        if !(c.network && self.allow_network) {
+            args.push("--network=none".into());
+        } else if c.network {
+            args.push("--network=host".into());
+        }
+        for e in &c.envs {
+            args.push("-e".into());
+            args.push(e.clone());
+        }
+        if self.allow_mounts {
+            for m in &c.mounts {
+                let src = dir.join(&m.src);
+                let ty = if m.mount_type.is_empty() {
+                    "bind"
+                } else {
+                    &m.mount_type
+                };
+                let ro = if m.rw { "" } else { ",readonly" };
+                args.push("--mount".into());
+                args.push(format!(
+                    "type={ty},source={},target={}{ro}",
+                    src.display(),
+                    m.dst
+                ));
+            }
+        } else if !c.mounts.is_empty() {
+            return Err(format!(
+                "container function image '{}' asks for mounts, which this runner does not allow",
+                c.image
+            ));
+        }
+        args.push(c.image.clone());
+        // The container CLI itself needs the host's environment (its
+        // configuration, socket location); the function only sees `-e`.
+        Ok(Run {
+            program: cli,
+            args,
+            env: std::env::vars().collect(),
+            dir: dir.to_path_buf(),
+            stdin,
+        })
+    }
+}
+
+impl FunctionRunner for ProcessRunner {
+    fn run_function(&self, call: FunctionCall<'_>) -> Result<Vec<Value>, String> {
+        let mut items = call.items;
+        wire::annotate_items(&mut items);
+        let input = ResourceList {
+            items,
+            function_config: Some(call.function_config.clone()),
+            results: Vec::new(),
+        }
+        .encode()?
+        .into_bytes();
+        let (run, what) = match call.spec {
+            FunctionSpec::Exec { path } => {
+                let program = self.exec_program(path, call.working_dir)?;
+                (
+                    Run {
+                        program,
+                        args: Vec::new(),
+                        env: clean_env(),
+                        dir: call.working_dir.to_path_buf(),
+                        stdin: input,
+                    },
+                    format!("exec {path}"),
+                )
+            }
+            FunctionSpec::Container(c) => (
+                self.container_run(c, call.working_dir, input)?,
+                format!("image {}", c.image),
+            ),
+        };
+        let out = self
+            .run(run)
+            .map_err(|e| format!("function '{}' ({what}): {e}", call.name))?;
+        if !out.success {
+            return Err(format!(
+                "function '{}' ({what}) failed: {}{}",
+                call.name,
+                out.status,
+                stderr_note(&out)
+            ));
+        }
+        self.forward(&out);
+        let note = stderr_note(&out);
+        let text = String::from_utf8(out.stdout)
+            .map_err(|_| format!("function '{}' ({what}): output is not UTF-8", call.name))?;
+        let mut rl = ResourceList::decode(&text)
+            .map_err(|e| format!("function '{}' ({what}): {e}", call.name))?;
+        let errors: Vec<String> = rl.errors().map(|r| r.to_string()).collect();
+        if !errors.is_empty() {
+            return Err(format!(
+                "function '{}' ({what}) reported errors: {}{}",
+                call.name,
+                errors.join("; "),
+                note
+            ));
+        }
+        wire::strip_items(&mut rl.items);
+        Ok(rl.items)
+    }
+
+    fn locate_legacy_plugin(&self, gvk: &Gvk) -> Result<PathBuf, String> {
+        let home = self.plugin_home.as_ref().ok_or_else(|| {
+            format!(
+                "unable to locate plugin {}: no plugin home (set KUSTOMIZE_PLUGIN_HOME)",
+                gvk.kind
+            )
+        })?;
+        let mut p = home.clone();
+        for part in [&gvk.group, &gvk.version] {
+            if !part.is_empty() {
+                p.push(part);
+            }
+        }
+        p.push(gvk.kind.to_lowercase());
+        p.push(&gvk.kind);
+        match std::fs::metadata(&p) {
+            Ok(_) if is_executable(&p) => Ok(p),
+            Ok(_) => Err(format!("unexecutable plugin at: {}", p.display())),
+            Err(_) => Err(format!(
+                "plugin {} not found: no executable at {} (krmsync does not load Go plugins)",
+                gvk.kind,
+                p.display()
+            )),
+        }
+    }
+
+    fn run_legacy_plugin(&self, call: LegacyPluginCall<'_>) -> Result<Vec<u8>, String> {
+        let cfg_file = process::TempFile::new("kust-plugin-config-", call.config.as_bytes())
+            .map_err(|e| format!("creating tmp plugin config file: {e}"))?;
+        let mut args = vec![cfg_file.path().display().to_string()];
+        args.extend(call.args.iter().cloned());
+        let mut env: Vec<(String, String)> = std::env::vars().collect();
+        if call.config.len() <= 131_071 {
+            env.push((
+                "KUSTOMIZE_PLUGIN_CONFIG_STRING".into(),
+                call.config.to_string(),
+            ));
+        }
+        env.push((
+            "KUSTOMIZE_PLUGIN_CONFIG_ROOT".into(),
+            call.config_root.display().to_string(),
+        ));
+        if let Some(h) = &self.plugin_home {
+            env.retain(|(k, _)| k != "KUSTOMIZE_PLUGIN_HOME");
+            env.push(("KUSTOMIZE_PLUGIN_HOME".into(), h.display().to_string()));
+        }
+        let out = self
+            .run(Run {
+                program: call.path.to_path_buf(),
+                args,
+                env,
+                dir: call.config_root.to_path_buf(),
+                stdin: call.stdin.to_vec(),
+            })
+            .map_err(|e| {
+                format!(
+                    "failure in plugin configured via {}; {e}",
+                    cfg_file.path().display()
+                )
+            })?;
+        if !out.success {
+            return Err(format!(
+                "failure in plugin configured via {}; {}{}{}",
+                cfg_file.path().display(),
+                out.status,
+                stderr_note(&out),
+                {
+                    let o = String::from_utf8_lossy(&out.stdout);
+                    if o.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("; stdout: {}", o.trim())
+                    }
+                }
+            ));
+        }
+        self.forward(&out);
+        Ok(out.stdout)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,432 @@
+//! The engine's hook for external plugins: KRM functions (exec and
+//! container) and legacy exec plugins.
+//!
+//! The engine never starts a process itself. It decides *what* runs (from
+//! a plugin config's `config.kubernetes.io/function` annotation, or from
+//! `$KUSTOMIZE_PLUGIN_HOME` for legacy plugins), encodes kustomize's
+//! bookkeeping into the internal annotations kustomize 5.5 shows plugins,
+//! and calls a [`FunctionRunner`] given in
+//! [`BuildOptions::function_runner`](super::BuildOptions). `None` refuses
+//! every external plugin with a clear error. [`crate::krm`] provides the
+//! process runner used by `krmsync build`.
+
+use std::path::{Path, PathBuf};
+
+use super::resid::{Gvk, ResId};
+use super::resource::{Behavior, Origin, Resource};
+use super::yaml::{Mapping, Value, parse};
+
+/// `config.kubernetes.io/function`.
+pub const FUNCTION_ANNOTATION: &str = "config.kubernetes.io/function";
+/// The pre-v1 spelling kustomize still reads.
+pub const LEGACY_FUNCTION_ANNOTATION: &str = "config.k8s.io/function";
+/// kustomize's resource-id annotation for plugin transformers.
+pub const KUSTOMIZE_ID_ANNOTATION: &str = "kustomize.config.k8s.io/id";
+/// Generators ask for a name hash with this annotation (`"true"`).
+pub const NEEDS_HASH_ANNOTATION: &str = "kustomize.config.k8s.io/needs-hash";
+/// Generators set create/merge/replace with this annotation.
+pub const BEHAVIOR_ANNOTATION: &str = "kustomize.config.k8s.io/behavior";
+/// `config.kubernetes.io/local-config`.
+pub const LOCAL_CONFIG_ANNOTATION: &str = "config.kubernetes.io/local-config";
+
+const ORIGIN_ANNOTATION: &str = "config.kubernetes.io/origin";
+const TRANSFORMATIONS_ANNOTATION: &str = "alpha.config.kubernetes.io/transformations";
+const PREVIOUS_NAMES: &str = "internal.config.kubernetes.io/previousNames";
+const PREVIOUS_KINDS: &str = "internal.config.kubernetes.io/previousKinds";
+const PREVIOUS_NAMESPACES: &str = "internal.config.kubernetes.io/previousNamespaces";
+const PREFIXES: &str = "internal.config.kubernetes.io/prefixes";
+const SUFFIXES: &str = "internal.config.kubernetes.io/suffixes";
+const GEN_BEHAVIOR: &str = "internal.config.kubernetes.io/generatorBehavior";
+const NEEDS_HASH_SUFFIX: &str = "internal.config.kubernetes.io/needsHashSuffix";
+
+/// How a KRM function runs (the `config.kubernetes.io/function` value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FunctionSpec {
+    /// `exec: {path}`: a program, relative paths resolved against the
+    /// kustomization directory.
+    Exec { path: String },
+    /// `container: {image, network, mounts, envs}`.
+    Container(ContainerSpec),
+}
+
+/// `container:` of a function spec.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ContainerSpec {
+    pub image: String,
+    /// `network: true` (or `network: {required: true}`).
+    pub network: bool,
+    pub mounts: Vec<StorageMount>,
+    /// `KEY=VALUE`, or `KEY` to pass the variable through.
+    pub envs: Vec<String>,
+}
+
+/// One `container.mounts` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct StorageMount {
+    pub mount_type: String,
+    pub src: String,
+    pub dst: String,
+    pub rw: bool,
+}
+
+/// One KRM function invocation.
+#[derive(Debug)]
+pub struct FunctionCall<'a> {
+    pub spec: &'a FunctionSpec,
+    /// `api: <apiVersion>, kind: <kind>, name: <name>`, for messages.
+    pub name: &'a str,
+    /// The function config (with `config.kubernetes.io/local-config`).
+    pub function_config: &'a Value,
+    /// The input items (kustomize's internal annotations included).
+    pub items: Vec<Value>,
+    /// The directory of the kustomization that configured the function.
+    pub working_dir: &'a Path,
+}
+
+/// One legacy exec plugin invocation.
+#[derive(Debug)]
+pub struct LegacyPluginCall<'a> {
+    /// Absolute path of the plugin program.
+    pub path: &'a Path,
+    /// `argsOneLiner` words or `argsFromFile` lines (after the config
+    /// file path, which the runner supplies).
+    pub args: &'a [String],
+    /// The plugin config YAML (written to a temporary file and passed in
+    /// `KUSTOMIZE_PLUGIN_CONFIG_STRING`).
+    pub config: &'a str,
+    /// The kustomization directory (`KUSTOMIZE_PLUGIN_CONFIG_ROOT`, and
+    /// the working directory).
+    pub config_root: &'a Path,
+    /// Standard input (the resources, for transformers).
+    pub stdin: &'a [u8],
+}
+
+/// Runs external plugins for the engine. Implementations decide how (a
+/// child process, a sandbox, a pod); the engine only sees data.
+pub trait FunctionRunner: Send + Sync {
+    /// Runs a KRM function; returns the output items with the runtime's
+    /// own annotations (index, id, path) removed. Results of severity
+    /// `error`, a non-zero exit or a timeout are errors naming the function.
+    fn run_function(&self, call: FunctionCall<'_>) -> Result<Vec<Value>, String>;
+
+    /// Finds the legacy plugin program for a config's group, version and
+    /// kind (`<home>/<group>/<version>/<lowercase kind>/<Kind>`).
+    fn locate_legacy_plugin(&self, gvk: &Gvk) -> Result<PathBuf, String>;
+
+    /// Runs a legacy exec plugin; returns its standard output.
+    fn run_legacy_plugin(&self, call: LegacyPluginCall<'_>) -> Result<Vec<u8>, String>;
+}
+
+fn annotation<'a>(cfg: &'a Value, key: &str) -> Option<&'a str> {
+    cfg.str_at(&["metadata", "annotations", key])
+}
+
+/// The function spec of a plugin config, if it names one (kustomize's
+/// `GetFunctionSpec`: the annotation, its legacy spelling,
+/// `config.kubernetes.io/container`, or `metadata.configFn`).
+pub fn function_spec(cfg: &Value) -> Result<Option<FunctionSpec>, String> {
+    let text = annotation(cfg, FUNCTION_ANNOTATION)
+        .filter(|s| !s.is_empty())
+        .or_else(|| annotation(cfg, LEGACY_FUNCTION_ANNOTATION).filter(|s| !s.is_empty()));
+    let spec = match text {
+        Some(t) => parse::parse_documents(t)
+            .map_err(|e| format!("{FUNCTION_ANNOTATION}: {}", e.message))?
+            .into_iter()
+            .next()
+            .unwrap_or(Value::Null),
+        None => match annotation(cfg, "config.kubernetes.io/container").filter(|s| !s.is_empty()) {
+            Some(image) => {
+                return Ok(Some(FunctionSpec::Container(ContainerSpec {
+                    image: image.to_string(),
+                    ..Default::default()
+                })));
+            }
+            None => match cfg.get_path(&["metadata", "configFn"]) {
+                Some(v) if !v.is_null() => v.clone(),
+                _ => return Ok(None),
+            },
+        },
+    };
+    let exec_path = spec.str_at(&["exec", "path"]).unwrap_or("");
+    let c = spec.get("container");
+    let image = c.and_then(|c| c.str_at(&["image"])).unwrap_or("");
+    if !image.is_empty() {
+        let c = c.cloned().unwrap_or(Value::Null);
+        let network = match c.get("network") {
+            Some(Value::Bool(b)) => *b,
+            Some(n) => n.get("required").and_then(Value::as_bool) == Some(true),
+            None => false,
+        };
+        let mounts = c
+            .get("mounts")
+            .and_then(Value::as_seq)
+            .map(|s| {
+                s.iter()
+                    .map(|m| StorageMount {
+                        mount_type: m.str_at(&["type"]).unwrap_or("").to_string(),
+                        src: m.str_at(&["src"]).unwrap_or("").to_string(),
+                        dst: m.str_at(&["dst"]).unwrap_or("").to_string(),
+                        rw: m.get("rw").and_then(Value::as_bool) == Some(true),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let envs = c
+            .get("envs")
+            .and_then(Value::as_seq)
+            .map(|s| s.iter().filter_map(Value::scalar_to_string).collect())
+            .unwrap_or_default();
+        return Ok(Some(FunctionSpec::Container(ContainerSpec {
+            image: image.to_string(),
+            network,
+            mounts,
+            envs,
+        })));
+    }
+    if !exec_path.is_empty() {
+        return Ok(Some(FunctionSpec::Exec {
+            path: exec_path.to_string(),
+        }));
+    }
+    // An annotation naming neither: kustomize treats the config as a
+    // function that does nothing.
+    Ok(Some(FunctionSpec::Exec {
+        path: String::new(),
+    }))
+}
+
+/// kustomize's load-time check of container mounts: sources must be
+/// relative paths under the kustomization directory.
+pub fn check_mounts(spec: &FunctionSpec, org_id: &ResId) -> Result<(), String> {
+    let FunctionSpec::Container(c) = spec else {
+        return Ok(());
+    };
+    for m in &c.mounts {
+        if m.src.starts_with('/') {
+            return Err(format!(
+                "plugin {org_id} with mount path '{}' is not permitted; mount paths must be relative to the current kustomization directory",
+                m.src
+            ));
+        }
+        if super::fs::clean(Path::new(&m.src))
+            .to_string_lossy()
+            .starts_with("../")
+        {
+            return Err(format!(
+                "plugin {org_id} with mount path '{}' is not permitted; mount paths must be under the current kustomization directory",
+                m.src
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn annotations_mut(obj: &mut Value) -> Option<&mut Mapping> {
+    obj.ensure_map_path(&["metadata", "annotations"])
+}
+
+/// The resource as kustomize holds it while plugins run: its bookkeeping
+/// as `internal.config.kubernetes.io/*`, origin and transformation
+/// annotations.
+pub fn encode_resource(r: &Resource) -> Value {
+    let mut obj = r.obj.clone();
+    let mut add: Vec<(&str, String)> = Vec::new();
+    if !r.prev_ids.is_empty() {
+        let join =
+            |f: &dyn Fn(&ResId) -> String| r.prev_ids.iter().map(f).collect::<Vec<_>>().join(",");
+        add.push((PREVIOUS_KINDS, join(&|id| id.gvk.kind.clone())));
+        add.push((PREVIOUS_NAMES, join(&|id| id.name.clone())));
+        add.push((PREVIOUS_NAMESPACES, join(&|id| id.namespace.clone())));
+    }
+    if !r.name_prefixes.is_empty() {
+        add.push((PREFIXES, r.name_prefixes.join(",")));
+    }
+    if !r.name_suffixes.is_empty() {
+        add.push((SUFFIXES, r.name_suffixes.join(",")));
+    }
+    if r.generated {
+        let b = match r.behavior {
+            Behavior::Create => "unspecified",
+            Behavior::Merge => "merge",
+            Behavior::Replace => "replace",
+        };
+        add.push((GEN_BEHAVIOR, b.to_string()));
+    }
+    if r.needs_hash {
+        add.push((NEEDS_HASH_SUFFIX, "enabled".to_string()));
+    }
+    if let Some(o) = &r.origin {
+        add.push((ORIGIN_ANNOTATION, o.annotation()));
+    }
+    if !r.transformations.is_empty() {
+        add.push((
+            TRANSFORMATIONS_ANNOTATION,
+            Origin::list_annotation(&r.transformations),
+        ));
+    }
+    if !add.is_empty()
+        && let Some(a) = annotations_mut(&mut obj)
+    {
+        for (k, v) in add {
+            a.insert(k.to_string(), Value::String(v));
+        }
+    }
+    obj
+}
+
+fn take(a: &mut Mapping, key: &str) -> Option<String> {
+    a.shift_remove(key)
+        .and_then(|v| v.scalar_to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn split_list(s: Option<String>) -> Vec<String> {
+    s.map(|s| s.split(',').map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Parses an origin annotation value.
+pub fn parse_origin(text: &str) -> Option<Origin> {
+    let v = parse::parse_documents(text).ok()?.into_iter().next()?;
+    origin_from_value(&v)
+}
+
+fn origin_from_value(v: &Value) -> Option<Origin> {
+    v.as_map()?;
+    let s = |p: &[&str]| v.str_at(p).unwrap_or("").to_string();
+    let api = v.get_path(&["configuredBy", "apiVersion"]);
+    Some(Origin {
+        path: s(&["path"]),
+        configured_in: s(&["configuredIn"]),
+        configured_by_api_version: match api.and_then(Value::as_str) {
+            Some("builtin") => None,
+            Some(a) => Some(a.to_string()),
+            None => Some(String::new()),
+        },
+        configured_by_kind: s(&["configuredBy", "kind"]),
+        configured_by_name: s(&["configuredBy", "name"]),
+        configured_by_namespace: s(&["configuredBy", "namespace"]),
+    })
+}
+
+/// The inverse of [`encode_resource`]: a resource a plugin returned, its
+/// bookkeeping read back from (and removed from) its annotations.
+pub fn decode_resource(mut obj: Value) -> Resource {
+    let mut r = Resource::default();
+    let ann = obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_map_mut);
+    if let Some(a) = ann {
+        let kinds = split_list(take(a, PREVIOUS_KINDS));
+        let names = split_list(take(a, PREVIOUS_NAMES));
+        let nss = split_list(take(a, PREVIOUS_NAMESPACES));
+        r.name_prefixes = split_list(take(a, PREFIXES));
+        r.name_suffixes = split_list(take(a, SUFFIXES));
+        let behavior = take(a, GEN_BEHAVIOR);
+        r.needs_hash = take(a, NEEDS_HASH_SUFFIX).as_deref() == Some("enabled");
+        if let Some(b) = behavior {
+            r.generated = true;
+            r.behavior = Behavior::parse(&b).unwrap_or_default();
+        }
+        r.origin = take(a, ORIGIN_ANNOTATION).and_then(|t| parse_origin(&t));
+        if let Some(t) = take(a, TRANSFORMATIONS_ANNOTATION)
+            && let Ok(docs) = parse::parse_documents(&t)
+            && let Some(Value::Seq(items)) = docs.into_iter().next()
+        {
+            r.transformations = items.iter().filter_map(origin_from_value).collect();
+        }
+        let api = obj.str_at(&["apiVersion"]).unwrap_or("").to_string();
+        for (i, name) in names.iter().enumerate() {
+            let kind = kinds
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| obj.str_at(&["kind"]).unwrap_or("").to_string());
+            let ns = nss.get(i).cloned().unwrap_or_default();
+            r.prev_ids
+                .push(ResId::new(Gvk::from_api_version(&api, &kind), name, &ns));
+        }
+    }
+    drop_empty_annotations(&mut obj);
+    r.obj = obj;
+    r
+}
+
+/// Removes `metadata.annotations` when it is empty.
+pub fn drop_empty_annotations(obj: &mut Value) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_map_mut)
+        && meta
+            .get("annotations")
+            .is_some_and(|a| a.as_map().is_some_and(|m| m.is_empty()))
+    {
+        meta.shift_remove("annotations");
+    }
+}
+
+/// kustomize's YAML form of a resource id (`kustomize.config.k8s.io/id`):
+/// the non-empty fields, keys sorted.
+pub fn id_annotation(id: &ResId) -> String {
+    let mut out = String::new();
+    for (k, v) in [
+        ("group", &id.gvk.group),
+        ("kind", &id.gvk.kind),
+        ("name", &id.name),
+        ("namespace", &id.namespace),
+        ("version", &id.gvk.version),
+    ] {
+        if !v.is_empty() {
+            let mut m = Mapping::new();
+            m.insert(k.to_string(), Value::String(v.clone()));
+            let mut s = String::new();
+            if super::yaml::write_document(&mut s, &Value::Map(m)).is_ok() {
+                out.push_str(&s);
+            }
+        }
+    }
+    out
+}
+
+/// Removes a key from a resource's annotations.
+pub fn remove_annotation(obj: &mut Value, key: &str) {
+    if let Some(a) = obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_map_mut)
+    {
+        a.shift_remove(key);
+    }
+    drop_empty_annotations(obj);
+}
+
+/// Generators' options (`UpdateResourceOptions`): the needs-hash and
+/// behavior annotations become the resource's options and are removed.
+pub fn apply_generator_options(r: &mut Resource) -> Result<(), String> {
+    let (mut needs_hash, mut behavior) = (false, String::new());
+    if let Some(a) = r
+        .obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_map_mut)
+    {
+        if let Some(v) = a.shift_remove(NEEDS_HASH_ANNOTATION) {
+            let s = v.scalar_to_string().unwrap_or_default();
+            needs_hash = match s.as_str() {
+                "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
+                "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
+                _ => {
+                    return Err(format!(
+                        "the annotation \"{NEEDS_HASH_ANNOTATION}\" contains an invalid value (\"{s}\")"
+                    ));
+                }
+            };
+        }
+        if let Some(v) = a.shift_remove(BEHAVIOR_ANNOTATION) {
+            behavior = v.scalar_to_string().unwrap_or_default();
+        }
+    }
+    drop_empty_annotations(&mut r.obj);
+    r.needs_hash = needs_hash;
+    r.behavior = Behavior::parse(&behavior).map_err(|e| e.message)?;
+    r.generated = true;
+    Ok(())
+}
