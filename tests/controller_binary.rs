@@ -62,13 +62,8 @@ fn ready(k: &Value) -> Option<(String, String)> {
         })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn controller_binary_reconciles_serves_metrics_and_shuts_down() {
-    let fake = FakeApi::start().await;
-    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
-    fake.insert(
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "krmsync-system"}}),
-    );
+/// The bundle ConfigMap `bundle` in NS: ConfigMap `settings` (color green).
+fn seed_bundle(fake: &FakeApi) {
     let src = tempfile::tempdir().unwrap();
     std::fs::write(
         src.path().join("kustomization.yaml"),
@@ -87,6 +82,16 @@ async fn controller_binary_reconciles_serves_metrics_and_shuts_down() {
         "metadata": {"name": "bundle", "namespace": NS},
         "binaryData": {"bundle.tar.gz": b64},
     }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_binary_reconciles_serves_metrics_and_shuts_down() {
+    let fake = FakeApi::start().await;
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    fake.insert(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "krmsync-system"}}),
+    );
+    seed_bundle(&fake);
     fake.insert(json!({
         "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
         "metadata": {"name": "site", "namespace": NS},
@@ -228,24 +233,7 @@ async fn controller_binary_reconciles_serves_metrics_and_shuts_down() {
 async fn kustomizations_wait_for_the_catalog_cache_and_plain_logs_have_no_colours() {
     let fake = FakeApi::start().await;
     fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
-    let src = tempfile::tempdir().unwrap();
-    std::fs::write(
-        src.path().join("kustomization.yaml"),
-        "resources: [cm.yaml]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.path().join("cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n",
-    )
-    .unwrap();
-    let data = krmsync::source::create_bundle(src.path()).unwrap();
-    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data);
-    fake.insert(json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "bundle", "namespace": NS},
-        "binaryData": {"bundle.tar.gz": b64},
-    }));
+    seed_bundle(&fake);
     fake.insert(json!({
         "apiVersion": "krmsync.dev/v1alpha1", "kind": "Catalog",
         "metadata": {"name": "fns", "generation": 1},

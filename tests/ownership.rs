@@ -33,6 +33,21 @@ fn labels(obj: &Value) -> (Option<&str>, Option<&str>) {
     )
 }
 
+/// The bundle `name`: ConfigMap `moving` annotated `krmsync.dev/adopt: "true"`.
+fn adopting_bundle(h: &Harness, name: &str) {
+    let adopting = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
+    );
+    h.bundle(
+        NS,
+        name,
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &adopting),
+        ],
+    );
+}
+
 #[tokio::test]
 async fn a_second_kustomization_rendering_the_same_object_is_refused() {
     let h = harness().await;
@@ -159,17 +174,7 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
     h.kustomization(NS, "old", json!({}));
     h.reconcile_ready(NS, "old").await;
 
-    let adopting = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
-    );
-    h.bundle(
-        NS,
-        "new",
-        &[
-            ("kustomization.yaml", &kust(&["cm.yaml"])),
-            ("cm.yaml", &adopting),
-        ],
-    );
+    adopting_bundle(&h, "new");
     h.kustomization(NS, "new", json!({}));
     h.reconcile_ready(NS, "new").await;
     let obj = h.object("v1", "ConfigMap", Some(NS), "moving").unwrap();
@@ -470,17 +475,7 @@ async fn a_handed_over_object_whose_new_owner_is_gone_is_adopted_back() {
     );
     h.kustomization(NS, "old", json!({}));
     h.reconcile_ready(NS, "old").await;
-    let adopting = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
-    );
-    h.bundle(
-        NS,
-        "new",
-        &[
-            ("kustomization.yaml", &kust(&["cm.yaml"])),
-            ("cm.yaml", &adopting),
-        ],
-    );
+    adopting_bundle(&h, "new");
     h.kustomization(NS, "new", json!({"deletionPolicy": "Orphan"}));
     h.reconcile_ready(NS, "new").await;
     h.delete(NS, "new").await;
