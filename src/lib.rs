@@ -6,6 +6,7 @@
 //! * [`api`]: the `Kustomization` and `Catalog` custom resources.
 //! * [`apply`]: server-side apply, inventory and prune.
 //! * [`cli`]: the command-line interface.
+//! * [`localize`]: `krmsync localize`, making a kustomization self-contained.
 //! * [`controller`]: the reconcilers, leader election, metrics.
 //! * [`source`]: fetching git, HTTP and in-cluster bundles into a workspace.
 
@@ -14,4 +15,5 @@ pub mod apply;
 pub mod cli;
 pub mod controller;
 pub mod kustomize;
+pub mod localize;
 pub mod source;

@@ -1,0 +1,946 @@
+//! `krmsync localize`: a kustomize v5.5 `localize` re-implementation.
+//!
+//! Copies a kustomization and every local file it references (transitively)
+//! into a new directory, downloads remote roots (git) and remote files
+//! (HTTP(S)) into `localized-files/` next to the kustomization that
+//! references them, and rewrites the references to relative local paths, so
+//! that the copy builds without network access.
+
+pub mod fetch;
+pub mod url;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::kustomize::kustomization::{KUSTOMIZATION_FILE_NAMES, Kustomization};
+use crate::kustomize::yaml::{self, Mapping, Value};
+use crate::kustomize::{self, BuildOptions, ErrorKind};
+
+use fetch::Fetcher;
+use url::{Mirrors, RepoSpec, is_http_url, looks_remote, parse_repo_url, relative};
+
+/// Where downloads go, next to the kustomization that references them.
+pub const LOCALIZED_DIR: &str = "localized-files";
+
+/// What to localize.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Local directory or remote root URL (default `.`).
+    pub target: Option<String>,
+    /// Destination (default `localized-...` in the working directory).
+    pub new_dir: Option<String>,
+    pub scope: Option<String>,
+    pub no_verify: bool,
+    pub mirrors: Mirrors,
+}
+
+/// A successful run: where the copy is and the log lines to print.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub new_dir: PathBuf,
+    pub log: Vec<String>,
+}
+
+/// A failed run: the message and the log lines printed before it.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub message: String,
+    pub log: Vec<String>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+type Res<T> = Result<T, String>;
+
+fn cwd() -> Res<PathBuf> {
+    std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))
+}
+
+fn abs_clean(p: &str) -> Res<PathBuf> {
+    let base = cwd()?;
+    Ok(kustomize::fs::join(&base, p))
+}
+
+/// Runs localize (and verification unless `no_verify`).
+pub fn run(opts: &Options) -> Result<Outcome, Failure> {
+    let fail = |m: String| Failure {
+        message: m,
+        log: Vec::new(),
+    };
+    let target = opts.target.clone().unwrap_or_else(|| ".".to_string());
+    let fetcher = Fetcher::new(opts.mirrors.clone()).map_err(fail)?;
+    let remote = looks_remote(&target)
+        .then(|| parse_repo_url(&target))
+        .flatten();
+
+    // arguments
+    let (target_dir, scope_dir, default_dst, checkout) = if let Some(spec) = &remote {
+        if let Some(s) = &opts.scope {
+            return Err(fail(format!(
+                "invalid localize scope \"{s}\": scope \"{s}\" specified for remote localize target \"{target}\""
+            )));
+        }
+        if spec.git_ref.is_empty() {
+            return Err(fail(format!(
+                "localize remote root \"{target}\" missing ref query string parameter"
+            )));
+        }
+        let repo = fetcher
+            .checkout(&spec.clone_url, &spec.git_ref, spec.timeout_secs)
+            .map_err(|e| {
+                fail(format!(
+                    "unable to establish localize target \"{target}\": {e}"
+                ))
+            })?;
+        let repo = std::fs::canonicalize(&repo).map_err(|e| fail(e.to_string()))?;
+        let t = std::fs::canonicalize(repo.join(&spec.path_in_repo)).map_err(|e| {
+            fail(format!(
+                "unable to establish localize target \"{target}\": path \"{}\" in repository: {e}",
+                spec.path_in_repo
+            ))
+        })?;
+        if !t.starts_with(&repo) {
+            return Err(fail(format!(
+                "unable to establish localize target \"{target}\": root outside its repository"
+            )));
+        }
+        (t, repo.clone(), spec.default_new_dir(), Some(repo))
+    } else {
+        let abs = abs_clean(&target).map_err(fail)?;
+        let t = std::fs::canonicalize(&abs).map_err(|e| {
+            fail(format!(
+                "unable to establish localize target \"{target}\": {e}"
+            ))
+        })?;
+        if !t.is_dir() {
+            return Err(fail(format!(
+                "unable to establish localize target \"{target}\": file \"{}\" is not a directory",
+                t.display()
+            )));
+        }
+        let scope = match &opts.scope {
+            None => t.clone(),
+            Some(s) => {
+                let sa = abs_clean(s).map_err(fail)?;
+                let sr = std::fs::canonicalize(&sa).map_err(|e| {
+                    fail(format!(
+                        "invalid localize scope \"{s}\": unable to establish localize scope: {e}"
+                    ))
+                })?;
+                if !t.starts_with(&sr) {
+                    return Err(fail(format!(
+                        "invalid localize scope \"{s}\": localize scope \"{}\" does not contain target \"{}\"",
+                        sr.display(),
+                        t.display()
+                    )));
+                }
+                sr
+            }
+        };
+        let name = t
+            .file_name()
+            .map(|n| format!("localized-{}", n.to_string_lossy()))
+            .unwrap_or_else(|| "localized".to_string());
+        (t, scope, name, None)
+    };
+    let dst_arg = opts.new_dir.clone().unwrap_or_else(|| {
+        cwd()
+            .map(|c| c.join(&default_dst).to_string_lossy().into_owned())
+            .unwrap_or(default_dst)
+    });
+    let dst_path = Path::new(&dst_arg);
+    if std::fs::symlink_metadata(dst_path).is_ok() {
+        return Err(fail(format!(
+            "invalid localize destination \"{dst_arg}\": localize destination \"{dst_arg}\" already exists"
+        )));
+    }
+    std::fs::create_dir(dst_path).map_err(|e| {
+        let reason = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
+            _ => e.to_string(),
+        };
+        fail(format!(
+            "invalid localize destination \"{dst_arg}\": unable to create localize destination directory: mkdir {dst_arg}: {reason}"
+        ))
+    })?;
+    let dst = match std::fs::canonicalize(dst_path) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(dst_path);
+            return Err(fail(e.to_string()));
+        }
+    };
+
+    let mut loc = Localizer {
+        fetcher: &fetcher,
+        dst_top: dst.clone(),
+        done: HashSet::new(),
+        stack: Vec::new(),
+    };
+    let root = Root {
+        dir: target_dir.clone(),
+        scope: scope_dir.clone(),
+        dst_scope: dst.clone(),
+    };
+    if let Err(e) = loc.kustomization(&root) {
+        let _ = std::fs::remove_dir_all(&dst);
+        return Err(fail(format!("unable to localize target \"{target}\": {e}")));
+    }
+    let dst_root = dst.join(relative(&target_dir, &scope_dir));
+    drop(checkout);
+
+    let mut log = Vec::new();
+    if !opts.no_verify {
+        match verify(&target, &target_dir, remote.is_some(), &dst_root) {
+            Ok(line) => log.push(line),
+            Err(mut lines) => {
+                let message = lines.pop().unwrap_or_default();
+                let _ = std::fs::remove_dir_all(&dst);
+                return Err(Failure {
+                    message,
+                    log: lines,
+                });
+            }
+        }
+    }
+    log.push(format!(
+        "SUCCESS: localized \"{target}\" to directory {}",
+        dst.display()
+    ));
+    Ok(Outcome { new_dir: dst, log })
+}
+
+const FLAGS_HINT: &str = "If your target directory requires flags to build: \
+1. Add executable permissions for the downloaded exec binaries in the localized directory that you trust. \
+2. Run kustomize build with the necessary flags and self-verify the outputs.";
+
+/// Builds the original (when it has no remote references) and the copy.
+fn verify(
+    target: &str,
+    target_dir: &Path,
+    remote: bool,
+    copy: &Path,
+) -> Result<String, Vec<String>> {
+    let opts = BuildOptions::default();
+    let built = kustomize::build_dir(copy, &opts).and_then(|r| r.to_yaml());
+    let copy_out = match built {
+        Ok(o) => o,
+        Err(e) => {
+            return Err(vec![
+                FLAGS_HINT.to_string(),
+                format!("unable to build localized target: {}", e.message),
+            ]);
+        }
+    };
+    if remote {
+        return Ok(format!(
+            "VERIFICATION SUCCESS: {} builds (remote target \"{target}\" is only built through its localized copy)",
+            copy.display()
+        ));
+    }
+    match kustomize::build_dir(target_dir, &opts).and_then(|r| r.to_yaml()) {
+        Ok(orig) if orig == copy_out => Ok(format!(
+            "VERIFICATION SUCCESS: \"{target}\" and \"{}\" build to the same output",
+            copy.display()
+        )),
+        Ok(orig) => {
+            let (a, b): (Vec<&str>, Vec<&str>) =
+                (orig.lines().collect(), copy_out.lines().collect());
+            let first = a
+                .iter()
+                .zip(&b)
+                .position(|(x, y)| x != y)
+                .unwrap_or(a.len().min(b.len()));
+            Err(vec![format!(
+                "VERIFICATION FAILED: \"{target}\" and \"{}\" build to different outputs ({} vs {} lines, first difference at line {}: {:?} vs {:?})",
+                copy.display(),
+                a.len(),
+                b.len(),
+                first + 1,
+                a.get(first).copied().unwrap_or(""),
+                b.get(first).copied().unwrap_or("")
+            )])
+        }
+        Err(e) if e.kind == ErrorKind::RemoteReference => Ok(format!(
+            "VERIFICATION SUCCESS: \"{}\" builds (\"{target}\" has remote references, only its localized copy was built)",
+            copy.display()
+        )),
+        Err(e) => Err(vec![
+            FLAGS_HINT.to_string(),
+            format!("unable to build target \"{target}\": {}", e.message),
+        ]),
+    }
+}
+
+/// A kustomization root being localized.
+#[derive(Clone, Debug)]
+struct Root {
+    /// Real path of the root.
+    dir: PathBuf,
+    /// Real path of the scope it may reference (a checkout for remote roots).
+    scope: PathBuf,
+    /// Where `scope` maps to in the destination.
+    dst_scope: PathBuf,
+}
+
+impl Root {
+    fn dst_of(&self, real: &Path) -> PathBuf {
+        self.dst_scope.join(relative(real, &self.scope))
+    }
+}
+
+struct Localizer<'a> {
+    fetcher: &'a Fetcher,
+    dst_top: PathBuf,
+    done: HashSet<PathBuf>,
+    stack: Vec<PathBuf>,
+}
+
+fn path_str(p: &Path) -> String {
+    let s = p.to_string_lossy().into_owned();
+    if s.is_empty() { ".".to_string() } else { s }
+}
+
+fn write_file(path: &Path, data: &[u8]) -> Res<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    }
+    std::fs::write(path, data).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Copies a directory tree, skipping symbolic links.
+fn copy_tree(from: &Path, to: &Path) -> Res<()> {
+    std::fs::create_dir_all(to).map_err(|e| format!("creating {}: {e}", to.display()))?;
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
+    for e in entries {
+        let e = e.map_err(|e| e.to_string())?;
+        let ft = e.file_type().map_err(|e| e.to_string())?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if ft.is_symlink() {
+            continue;
+        } else if ft.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(|e| format!("copying {}: {e}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Parses YAML documents and checks each is an object with a kind and a
+/// name (kustomize's resource check); returns the documents.
+fn parse_resources(text: &str) -> Res<Vec<Value>> {
+    let docs = yaml::parse_documents(text).map_err(|e| e.to_string())?;
+    let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
+    if docs.is_empty() {
+        return Err("missing Resource metadata".into());
+    }
+    for d in &docs {
+        let Some(m) = d.as_map() else {
+            return Err("missing Resource metadata".into());
+        };
+        let api = m.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
+        let name = d.str_at(&["metadata", "name"]).unwrap_or("");
+        let ns = d.str_at(&["metadata", "namespace"]).unwrap_or("");
+        let obj = format!("{{{{{api} {kind}}} {{{{{name} {ns}}} map[] map[]}}}}");
+        if kind.is_empty() {
+            return Err(format!("missing kind in object {obj}"));
+        }
+        if name.is_empty() {
+            return Err(format!("missing metadata.name in object {obj}"));
+        }
+    }
+    Ok(docs)
+}
+
+fn docs_text(docs: &[Value]) -> Res<String> {
+    let mut out = String::new();
+    for (i, d) in docs.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        yaml::write_document(&mut out, d).map_err(|e| e.0)?;
+    }
+    Ok(out)
+}
+
+fn res_id(d: &Value) -> String {
+    let api = d.str_at(&["apiVersion"]).unwrap_or("");
+    let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+    let or = |s: &str, d: &str| {
+        if s.is_empty() {
+            d.to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    format!(
+        "{}.{}.{}/{}.{}",
+        d.str_at(&["kind"]).unwrap_or(""),
+        version,
+        or(group, "[noGrp]"),
+        d.str_at(&["metadata", "name"]).unwrap_or(""),
+        or(d.str_at(&["metadata", "namespace"]).unwrap_or(""), "[noNs]")
+    )
+}
+
+/// Keeps only non-empty fields (Go `omitempty`).
+fn is_empty_value(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Seq(s) => s.is_empty(),
+        Value::Map(m) => m.is_empty(),
+        Value::Bool(b) => !b,
+        _ => false,
+    }
+}
+
+const STRUCT_LISTS: &[&str] = &[
+    "patches",
+    "patchesJson6902",
+    "configMapGenerator",
+    "secretGenerator",
+    "helmCharts",
+    "helmChartInflationGenerator",
+    "images",
+    "imageTags",
+    "replicas",
+    "replacements",
+    "vars",
+    "labels",
+];
+
+fn prune(m: &mut Mapping) {
+    for key in STRUCT_LISTS {
+        if let Some(Value::Seq(items)) = m.get_mut(*key) {
+            for it in items.iter_mut() {
+                if let Value::Map(im) = it {
+                    im.retain(|_, v| !is_empty_value(v));
+                }
+            }
+        }
+    }
+    m.retain(|_, v| !is_empty_value(v));
+}
+
+impl Localizer<'_> {
+    fn check_dst(&self, real: &Path, what: &str) -> Res<()> {
+        if real.starts_with(&self.dst_top) {
+            return Err(format!(
+                "{what} \"{}\" enters localize destination \"{}\"",
+                real.display(),
+                self.dst_top.display()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Localizes one kustomization root (writes its kustomization file and
+    /// everything it references).
+    fn kustomization(&mut self, root: &Root) -> Res<()> {
+        let key = root.dst_of(&root.dir);
+        if self.stack.contains(&root.dir) {
+            return Err(format!(
+                "cycle detected: kustomization root \"{}\" references itself",
+                root.dir.display()
+            ));
+        }
+        if !self.done.insert(key.clone()) {
+            return Ok(());
+        }
+        self.stack.push(root.dir.clone());
+        let r = self.kustomization_inner(root, &key);
+        self.stack.pop();
+        r
+    }
+
+    fn kustomization_inner(&mut self, root: &Root, dst_dir: &Path) -> Res<()> {
+        let Some(name) = KUSTOMIZATION_FILE_NAMES
+            .iter()
+            .find(|n| root.dir.join(n).is_file())
+        else {
+            return Err(format!(
+                "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
+                root.dir.display()
+            ));
+        };
+        let file = root.dir.join(name);
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("reading {}: {e}", file.display()))?;
+        let docs =
+            yaml::parse_documents(&text).map_err(|e| format!("invalid Kustomization: {e}"))?;
+        let mut doc = docs.into_iter().next().unwrap_or(Value::Null);
+        Kustomization::decode(&doc, &file.to_string_lossy()).map_err(|e| {
+            let prefix = format!("invalid Kustomization in '{}': ", file.display());
+            match e.message.strip_prefix(&prefix) {
+                Some(rest) => format!("invalid Kustomization: {rest}"),
+                None => e.message,
+            }
+        })?;
+        std::fs::create_dir_all(dst_dir)
+            .map_err(|e| format!("creating {}: {e}", dst_dir.display()))?;
+        if let Value::Map(m) = &mut doc {
+            self.fields(root, m)?;
+            prune(m);
+        }
+        let mut out = String::new();
+        if !matches!(&doc, Value::Map(m) if m.is_empty()) {
+            yaml::write_document(&mut out, &doc).map_err(|e| e.0)?;
+        } else {
+            out.push_str("{}\n");
+        }
+        write_file(&dst_dir.join(name), out.as_bytes())
+    }
+
+    fn fields(&mut self, root: &Root, m: &mut Mapping) -> Res<()> {
+        for key in ["resources", "bases"] {
+            if let Some(Value::Seq(items)) = m.get_mut(key) {
+                for it in items.iter_mut() {
+                    if let Value::String(s) = it {
+                        *s = self
+                            .resource(root, s)
+                            .map_err(|e| format!("unable to localize {key} entry: {e}"))?;
+                    }
+                }
+            }
+        }
+        if let Some(Value::Seq(items)) = m.get_mut("components") {
+            for it in items.iter_mut() {
+                if let Value::String(s) = it {
+                    *s = self
+                        .dir(root, s)
+                        .map_err(|e| format!("unable to localize components entry: {e}"))?;
+                }
+            }
+        }
+        for key in ["crds", "configurations"] {
+            if let Some(Value::Seq(items)) = m.get_mut(key) {
+                for it in items.iter_mut() {
+                    if let Value::String(s) = it {
+                        *s = self
+                            .file(root, s)
+                            .map_err(|e| format!("unable to localize {key} entry: {e}"))?;
+                    }
+                }
+            }
+        }
+        if let Some(Value::String(s)) = m.get_mut("openapi").and_then(|o| o.get_mut("path")) {
+            *s = self
+                .file(root, s)
+                .map_err(|e| format!("unable to localize openapi path: {e}"))?;
+        }
+        for key in ["patches", "patchesJson6902", "replacements"] {
+            if let Some(Value::Seq(items)) = m.get_mut(key) {
+                for it in items.iter_mut() {
+                    if let Some(Value::String(s)) = it.get_mut("path") {
+                        *s = self
+                            .file(root, s)
+                            .map_err(|e| format!("unable to localize {key} entry: {e}"))?;
+                    }
+                }
+            }
+        }
+        if let Some(Value::Seq(items)) = m.get_mut("patchesStrategicMerge") {
+            for it in items.iter_mut() {
+                if let Value::String(s) = it
+                    && !s.contains('\n')
+                {
+                    *s = self.file(root, s).map_err(|e| {
+                        format!("unable to localize patchesStrategicMerge entry: {e}")
+                    })?;
+                }
+            }
+        }
+        for key in ["configMapGenerator", "secretGenerator"] {
+            if let Some(Value::Seq(items)) = m.get_mut(key) {
+                for it in items.iter_mut() {
+                    self.generator_args(root, it)
+                        .map_err(|e| format!("unable to localize {key} entry: {e}"))?;
+                }
+            }
+        }
+        let mut default_home = false;
+        if let Some(Value::Seq(items)) = m.get_mut("helmChartInflationGenerator") {
+            for it in items.iter_mut() {
+                if let Some(Value::String(s)) = it.get_mut("values") {
+                    *s = self.file(root, s)?;
+                }
+                match it.get_mut("chartHome") {
+                    Some(Value::String(s)) if !s.is_empty() => *s = self.chart_home(root, s)?,
+                    _ => default_home = true,
+                }
+            }
+        }
+        if let Some(Value::Seq(items)) = m.get_mut("helmCharts") {
+            for it in items.iter_mut() {
+                if let Some(Value::String(s)) = it.get_mut("valuesFile") {
+                    *s = self.file(root, s)?;
+                }
+                if let Some(Value::Seq(v)) = it.get_mut("additionalValuesFiles") {
+                    for f in v.iter_mut() {
+                        if let Value::String(s) = f {
+                            *s = self.file(root, s)?;
+                        }
+                    }
+                }
+            }
+            let global_home = m
+                .get("helmGlobals")
+                .and_then(|g| g.get("chartHome"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty());
+            if !global_home {
+                default_home = true;
+            }
+        }
+        if let Some(Value::String(s)) = m
+            .get_mut("helmGlobals")
+            .and_then(|g| g.get_mut("chartHome"))
+            && !s.is_empty()
+        {
+            *s = self.chart_home(root, s)?;
+        }
+        if default_home {
+            self.chart_home(root, "charts")?;
+        }
+        for key in ["generators", "transformers", "validators"] {
+            if let Some(Value::Seq(items)) = m.get_mut(key) {
+                for it in items.iter_mut() {
+                    if let Value::String(s) = it {
+                        *s = self
+                            .plugin_entry(root, s)
+                            .map_err(|e| format!("unable to load {key} entry: {e}"))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn generator_args(&mut self, root: &Root, it: &mut Value) -> Res<()> {
+        if let Some(Value::String(s)) = it.get_mut("env") {
+            *s = self.file(root, s)?;
+        }
+        if let Some(Value::Seq(v)) = it.get_mut("envs") {
+            for f in v.iter_mut() {
+                if let Value::String(s) = f {
+                    *s = self.file(root, s)?;
+                }
+            }
+        }
+        if let Some(Value::Seq(v)) = it.get_mut("files") {
+            for f in v.iter_mut() {
+                if let Value::String(s) = f {
+                    *s = self.file_source(root, s)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A `files` entry: `path` or `key=path`.
+    fn file_source(&mut self, root: &Root, s: &str) -> Res<String> {
+        match s.split_once('=') {
+            Some((k, p)) => Ok(format!("{k}={}", self.file(root, p)?)),
+            None => self.file(root, s),
+        }
+    }
+
+    /// A `resources`/`bases` entry: a file, else a root.
+    fn resource(&mut self, root: &Root, p: &str) -> Res<String> {
+        if p.is_empty() {
+            return Ok(String::new());
+        }
+        let remote_root = looks_remote(p) && parse_repo_url(p).is_some();
+        if remote_root && !is_http_url(p) {
+            return self.dir(root, p);
+        }
+        let fe = match self.resource_file(root, p) {
+            Ok(s) => return Ok(s),
+            Err(e) => e,
+        };
+        match self.dir(root, p) {
+            Ok(s) => Ok(s),
+            Err(de) => Err(format!(
+                "could not localize path \"{p}\" as file: {fe}; could not localize path \"{p}\" as directory: {de}"
+            )),
+        }
+    }
+
+    fn resource_file(&mut self, root: &Root, p: &str) -> Res<String> {
+        if is_http_url(p) {
+            let body = self.fetcher.download(p)?;
+            let text = String::from_utf8_lossy(&body);
+            parse_resources(&text).map_err(|_| format!("invalid resource at file \"{p}\""))?;
+            return self.store_remote_file(root, p, &body);
+        }
+        self.file(root, p)
+    }
+
+    fn store_remote_file(&mut self, root: &Root, url: &str, body: &[u8]) -> Res<String> {
+        if root.dir.join(LOCALIZED_DIR).exists() {
+            return Err(format!(
+                "{} already contains {LOCALIZED_DIR} needed to store file \"{url}\"",
+                root.dir.display()
+            ));
+        }
+        let rel = url::loc_file_path(url);
+        write_file(&root.dst_of(&root.dir).join(&rel), body)?;
+        Ok(path_str(&rel))
+    }
+
+    /// Resolves a local file reference under the root-only restrictor.
+    fn local_file(&self, root: &Root, p: &str) -> Res<PathBuf> {
+        let abs = kustomize::fs::join(&root.dir, p);
+        let real = match std::fs::canonicalize(&abs) {
+            Ok(r) => r,
+            Err(_) => {
+                return Err(format!(
+                    "invalid file reference: '{}' doesn't exist",
+                    abs.display()
+                ));
+            }
+        };
+        if real.is_dir() {
+            return Err(format!(
+                "invalid file reference: '{}' must resolve to a file",
+                abs.display()
+            ));
+        }
+        if !real.starts_with(&root.dir) {
+            return Err(format!(
+                "security; file '{}' is not in or below '{}'",
+                real.display(),
+                root.dir.display()
+            ));
+        }
+        self.check_dst(&real, "file")?;
+        Ok(real)
+    }
+
+    /// A file reference: copied (local) or downloaded (URL).
+    fn file(&mut self, root: &Root, p: &str) -> Res<String> {
+        if p.is_empty() {
+            return Ok(String::new());
+        }
+        if is_http_url(p) {
+            let body = self.fetcher.download(p)?;
+            return self.store_remote_file(root, p, &body);
+        }
+        let real = self.local_file(root, p)?;
+        let to = root.dst_of(&real);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        }
+        std::fs::copy(&real, &to).map_err(|e| format!("copying {}: {e}", real.display()))?;
+        Ok(path_str(&relative(&real, &root.dir)))
+    }
+
+    /// A root reference (local directory or remote root URL).
+    fn dir(&mut self, root: &Root, p: &str) -> Res<String> {
+        self.dir_inner(root, p)
+            .map_err(|e| format!("unable to localize root \"{p}\": {e}"))
+    }
+
+    fn dir_inner(&mut self, root: &Root, p: &str) -> Res<String> {
+        if looks_remote(p)
+            && let Some(spec) = parse_repo_url(p)
+        {
+            return self.remote_dir(root, &spec);
+        }
+        let abs = kustomize::fs::join(&root.dir, p);
+        let real = std::fs::canonicalize(&abs)
+            .map_err(|e| format!("evalsymlink failure on '{}' : {e}", abs.display()))?;
+        if !real.is_dir() {
+            return Err(format!("'{}' must be a directory", abs.display()));
+        }
+        if !real.starts_with(&root.scope) {
+            return Err(format!(
+                "root \"{}\" outside localize scope \"{}\"",
+                real.display(),
+                root.scope.display()
+            ));
+        }
+        self.check_dst(&real, "root")?;
+        let child = Root {
+            dir: real.clone(),
+            ..root.clone()
+        };
+        self.kustomization(&child)?;
+        Ok(path_str(&relative(&real, &root.dir)))
+    }
+
+    fn remote_dir(&mut self, root: &Root, spec: &RepoSpec) -> Res<String> {
+        if spec.git_ref.is_empty() {
+            return Err(format!(
+                "localize remote root \"{}\" missing ref query string parameter",
+                spec.raw
+            ));
+        }
+        let repo = self
+            .fetcher
+            .checkout(&spec.clone_url, &spec.git_ref, spec.timeout_secs)?;
+        let repo = std::fs::canonicalize(&repo).map_err(|e| e.to_string())?;
+        let abs = kustomize::fs::join(&repo, &spec.path_in_repo);
+        let real = std::fs::canonicalize(&abs)
+            .map_err(|e| format!("path \"{}\" in repository: {e}", spec.path_in_repo))?;
+        if !real.starts_with(&repo) || !real.is_dir() {
+            return Err(format!(
+                "path \"{}\" is not a directory in the repository",
+                spec.path_in_repo
+            ));
+        }
+        if root.dir.join(LOCALIZED_DIR).exists() {
+            return Err(format!(
+                "{} already contains {LOCALIZED_DIR} needed to store root \"{}\"",
+                root.dir.display(),
+                spec.raw
+            ));
+        }
+        let loc = spec.loc_repo_dir();
+        let child = Root {
+            dir: real.clone(),
+            scope: repo.clone(),
+            dst_scope: root.dst_of(&root.dir).join(&loc),
+        };
+        self.kustomization(&child)?;
+        Ok(path_str(&loc.join(relative(&real, &repo))))
+    }
+
+    /// A Helm chart home: copied as a directory when it exists.
+    fn chart_home(&mut self, root: &Root, p: &str) -> Res<String> {
+        if Path::new(p).is_absolute() {
+            return Err(format!("absolute path \"{p}\" not handled in alpha"));
+        }
+        let abs = kustomize::fs::join(&root.dir, p);
+        if std::fs::symlink_metadata(&abs).is_err() {
+            return Ok(p.to_string());
+        }
+        let real = std::fs::canonicalize(&abs)
+            .map_err(|e| format!("unable to localize chart home \"{p}\": {e}"))?;
+        if !real.is_dir() {
+            return Err(format!(
+                "unable to localize chart home \"{p}\": '{}' is not a directory",
+                abs.display()
+            ));
+        }
+        if !real.starts_with(&root.scope) {
+            return Err(format!(
+                "unable to localize chart home \"{p}\": root \"{}\" outside localize scope \"{}\"",
+                real.display(),
+                root.scope.display()
+            ));
+        }
+        self.check_dst(&real, "root")?;
+        copy_tree(&real, &root.dst_of(&real))?;
+        Ok(path_str(&relative(&real, &root.dir)))
+    }
+
+    /// A `generators`/`transformers`/`validators` entry (inline or file).
+    fn plugin_entry(&mut self, root: &Root, s: &str) -> Res<String> {
+        let inline = parse_resources(s);
+        let (mut docs, file_real) = match inline {
+            Ok(d) => (d, None),
+            Err(ie) => {
+                let fr = self.local_file(root, s).and_then(|real| {
+                    let text = std::fs::read_to_string(&real).map_err(|e| e.to_string())?;
+                    Ok((parse_resources(&text)?, real, text))
+                });
+                match fr {
+                    Ok((d, real, text)) => (d, Some((real, text))),
+                    Err(fe) => {
+                        return Err(format!(
+                            "unable to load resource entry {s:?}: when parsing as inline received error: {ie}\nwhen parsing as filepath received error: {fe}"
+                        ));
+                    }
+                }
+            }
+        };
+        let mut changed = false;
+        for d in docs.iter_mut() {
+            changed |= self.builtin_plugin(root, d)?;
+        }
+        match file_real {
+            None => {
+                if changed {
+                    docs_text(&docs)
+                } else {
+                    Ok(s.to_string())
+                }
+            }
+            Some((real, text)) => {
+                let out = if changed { docs_text(&docs)? } else { text };
+                write_file(&root.dst_of(&real), out.as_bytes())?;
+                Ok(path_str(&relative(&real, &root.dir)))
+            }
+        }
+    }
+
+    /// Localizes the paths of a builtin plugin configuration; true when any
+    /// path changed.
+    fn builtin_plugin(&mut self, root: &Root, d: &mut Value) -> Res<bool> {
+        if d.str_at(&["apiVersion"]) != Some("builtin") {
+            return Ok(false);
+        }
+        let id = res_id(d);
+        let kind = d.str_at(&["kind"]).unwrap_or("").to_string();
+        let fields: &[&str] = match kind.as_str() {
+            "ConfigMapGenerator" | "SecretGenerator" => &["env", "envs", "files"],
+            "HelmChartInflationGenerator" => &["valuesFile", "additionalValuesFiles", "chartHome"],
+            "PatchTransformer" | "PatchJson6902Transformer" => &["path"],
+            "PatchStrategicMergeTransformer" => &["paths"],
+            "ReplacementTransformer" => &["replacements"],
+            _ => &[],
+        };
+        let mut changed = false;
+        for f in fields {
+            let Some(v) = d.get_mut(f) else { continue };
+            let ctx = |e: String| format!("considering field '{f}' of object {id}: {e}");
+            if *f == "replacements" {
+                if let Value::Seq(items) = v {
+                    for it in items.iter_mut() {
+                        if let Some(Value::String(s)) = it.get_mut("path") {
+                            let n = self.file(root, s).map_err(ctx)?;
+                            changed |= n != *s;
+                            *s = n;
+                        }
+                    }
+                }
+                continue;
+            }
+            let mut one = |this: &mut Self, s: &mut String| -> Res<()> {
+                let n = match *f {
+                    "chartHome" => this.chart_home(root, s)?,
+                    "files" => this.file_source(root, s)?,
+                    _ => this.file(root, s)?,
+                };
+                changed |= n != *s;
+                *s = n;
+                Ok(())
+            };
+            match v {
+                Value::String(s) => one(self, s).map_err(ctx)?,
+                Value::Seq(items) => {
+                    for it in items.iter_mut() {
+                        match it {
+                            Value::String(s) => one(self, s).map_err(ctx)?,
+                            _ => return Err(ctx("expected sequence or scalar node".into())),
+                        }
+                    }
+                }
+                Value::Null => {}
+                _ => return Err(ctx("expected sequence or scalar node".into())),
+            }
+        }
+        Ok(changed)
+    }
+}
