@@ -34,6 +34,9 @@ pub struct Options {
     pub mirrors: Mirrors,
 }
 
+/// The Helm chart home kustomize uses when none is given.
+const DEFAULT_CHART_HOME: &str = "charts";
+
 /// A successful run: where the copy is and the log lines to print.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -478,7 +481,21 @@ impl Localizer<'_> {
         let docs =
             yaml::parse_documents(&text).map_err(|e| format!("invalid Kustomization: {e}"))?;
         let mut doc = docs.into_iter().next().unwrap_or(Value::Null);
-        Kustomization::decode(&doc, &file.to_string_lossy()).map_err(|e| {
+        // localize keeps a kind it does not know (`NotChecked`) as written
+        let mut checked = doc.clone();
+        if let Value::Map(m) = &mut checked
+            && !matches!(
+                m.get("kind").and_then(Value::as_str),
+                None | Some("Kustomization" | "Component")
+            )
+        {
+            m.shift_remove("kind");
+            m.shift_remove("apiVersion");
+            if m.is_empty() {
+                m.insert("kind".into(), Value::from("Kustomization"));
+            }
+        }
+        Kustomization::decode(&checked, &file.to_string_lossy()).map_err(|e| {
             let prefix = format!("invalid Kustomization in '{}': ", file.display());
             match e.message.strip_prefix(&prefix) {
                 Some(rest) => format!("invalid Kustomization: {rest}"),
@@ -609,15 +626,13 @@ impl Localizer<'_> {
             *s = self.chart_home(root, s)?;
         }
         if default_home {
-            self.chart_home(root, "charts")?;
+            self.chart_home(root, DEFAULT_CHART_HOME)?;
         }
         for key in ["generators", "transformers", "validators"] {
             if let Some(Value::Seq(items)) = m.get_mut(key) {
                 for it in items.iter_mut() {
                     if let Value::String(s) = it {
-                        *s = self
-                            .plugin_entry(root, s)
-                            .map_err(|e| format!("unable to load {key} entry: {e}"))?;
+                        *s = self.plugin_entry(root, key, s)?;
                     }
                 }
             }
@@ -841,12 +856,20 @@ impl Localizer<'_> {
             ));
         }
         self.check_dst(&real, "root")?;
+        if relative(&abs, &root.dir) == Path::new(DEFAULT_CHART_HOME) {
+            // the default home keeps its name, even through a symlink
+            copy_tree(&real, &root.dst_of(&root.dir).join(DEFAULT_CHART_HOME))?;
+            return Ok(DEFAULT_CHART_HOME.to_string());
+        }
         copy_tree(&real, &root.dst_of(&real))?;
         Ok(path_str(&relative(&real, &root.dir)))
     }
 
     /// A `generators`/`transformers`/`validators` entry (inline or file).
-    fn plugin_entry(&mut self, root: &Root, s: &str) -> Res<String> {
+    fn plugin_entry(&mut self, root: &Root, key: &str, s: &str) -> Res<String> {
+        if s.is_empty() {
+            return Ok(String::new());
+        }
         let inline = parse_resources(s);
         let (mut docs, file_real) = match inline {
             Ok(d) => (d, None),
@@ -859,7 +882,7 @@ impl Localizer<'_> {
                     Ok((d, real, text)) => (d, Some((real, text))),
                     Err(fe) => {
                         return Err(format!(
-                            "unable to load resource entry {s:?}: when parsing as inline received error: {ie}\nwhen parsing as filepath received error: {fe}"
+                            "unable to load {key} entry: unable to load resource entry {s:?}: when parsing as inline received error: {ie}\nwhen parsing as filepath received error: {fe}"
                         ));
                     }
                 }
@@ -918,6 +941,9 @@ impl Localizer<'_> {
                 continue;
             }
             let mut one = |this: &mut Self, s: &mut String| -> Res<()> {
+                if *f == "paths" && s.contains('\n') {
+                    return Ok(());
+                }
                 let n = match *f {
                     "chartHome" => this.chart_home(root, s)?,
                     "files" => this.file_source(root, s)?,
