@@ -970,3 +970,274 @@ impl Localizer<'_> {
         Ok(changed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn read(root: &Path, rel: &str) -> String {
+        std::fs::read_to_string(root.join(rel))
+            .unwrap_or_else(|e| panic!("{}: {e}", root.join(rel).display()))
+    }
+
+    fn opts(target: &Path, dst: &Path, scope: Option<&Path>) -> Options {
+        Options {
+            target: Some(target.display().to_string()),
+            new_dir: Some(dst.display().to_string()),
+            scope: scope.map(|s| s.display().to_string()),
+            no_verify: false,
+            mirrors: Mirrors::default(),
+        }
+    }
+
+    const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+
+    #[test]
+    fn copies_referenced_files_with_cleaned_paths() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "resources:\n- ./cm.yaml\n- ../base\nnamePrefix: ''\nconfigMapGenerator:\n- name: g\n  files:\n  - k=sub/../data.txt\n",
+        );
+        write(&s, "app/cm.yaml", CM);
+        write(&s, "app/data.txt", "hello");
+        write(&s, "app/unused.yaml", CM);
+        write(&s, "base/kustomization.yaml", "resources:\n- svc.yaml\n");
+        write(
+            &s,
+            "base/svc.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n",
+        );
+        let dst = s.join("out");
+        let o = run(&opts(&s.join("app"), &dst, Some(&s))).unwrap();
+        assert!(
+            o.log.iter().any(|l| l.starts_with("VERIFICATION SUCCESS")),
+            "{:?}",
+            o.log
+        );
+        assert_eq!(
+            read(&dst, "app/kustomization.yaml"),
+            "configMapGenerator:\n- files:\n  - k=data.txt\n  name: g\nresources:\n- cm.yaml\n- ../base\n"
+        );
+        assert_eq!(read(&dst, "app/cm.yaml"), CM);
+        assert_eq!(read(&dst, "app/data.txt"), "hello");
+        assert!(dst.join("base/svc.yaml").is_file());
+        assert!(!dst.join("app/unused.yaml").exists());
+    }
+
+    #[test]
+    fn errors_remove_the_destination_and_name_the_problem() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        write(&s, "app/kustomization.yaml", "resources:\n- ../base\n");
+        write(&s, "base/kustomization.yaml", "resources: []\n");
+        let dst = s.join("out");
+        let e = run(&opts(&s.join("app"), &dst, None)).unwrap_err();
+        assert!(
+            e.message.contains("outside localize scope"),
+            "{}",
+            e.message
+        );
+        assert!(!dst.exists());
+
+        std::fs::create_dir(&dst).unwrap();
+        let e = run(&opts(&s.join("app"), &dst, Some(&s))).unwrap_err();
+        assert!(e.message.contains("already exists"), "{}", e.message);
+
+        let e = run(&opts(&s.join("app"), &s.join("x/y"), Some(&s.join("base")))).unwrap_err();
+        assert!(
+            e.message.contains("does not contain target"),
+            "{}",
+            e.message
+        );
+
+        write(&s, "bad/kustomization.yaml", "resources:\n- missing.yaml\n");
+        let e = run(&opts(&s.join("bad"), &s.join("out2"), None)).unwrap_err();
+        assert!(
+            e.message
+                .contains("could not localize path \"missing.yaml\" as file"),
+            "{}",
+            e.message
+        );
+        assert!(!s.join("out2").exists());
+
+        let mut o = opts(&s.join("app"), &s.join("out3"), None);
+        o.target = Some("https://github.com/org/repo//app".into());
+        let e = run(&o).unwrap_err();
+        assert!(
+            e.message.contains("missing ref query string parameter"),
+            "{}",
+            e.message
+        );
+    }
+
+    fn bare_repo(dir: &Path, files: &[(&str, &str)], tag: &str) {
+        let repo = git2::Repository::init_bare(dir).unwrap();
+        let mut index = git2::Index::new().unwrap();
+        for (p, text) in files {
+            let oid = repo.blob(text.as_bytes()).unwrap();
+            let mut e = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: 0o100644,
+                uid: 0,
+                gid: 0,
+                file_size: text.len() as u32,
+                id: oid,
+                flags: 0,
+                flags_extended: 0,
+                path: p.as_bytes().to_vec(),
+            };
+            e.flags = (p.len() as u16) & 0xfff;
+            index.add(&e).unwrap();
+        }
+        let tree = index.write_tree_to(&repo).unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let c = repo.commit(None, &sig, &sig, "c", &tree, &[]).unwrap();
+        repo.tag_lightweight(tag, &repo.find_object(c, None).unwrap(), false)
+            .unwrap();
+    }
+
+    #[test]
+    fn remote_roots_and_files_through_mirrors() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        bare_repo(
+            &s.join("repo.git"),
+            &[
+                ("deploy/app/kustomization.yaml", "resources:\n- cm.yaml\n"),
+                ("deploy/app/cm.yaml", CM),
+            ],
+            "v1",
+        );
+        write(
+            &s,
+            "files/raw/svc.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n",
+        );
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "resources:\n- https://git.example.com/org/repo//deploy/app?ref=v1&timeout=30\n- https://raw.example.com/raw/svc.yaml\n",
+        );
+        let dst = s.join("out");
+        let mut o = opts(&s.join("app"), &dst, None);
+        o.mirrors = Mirrors(vec![
+            (
+                "https://git.example.com/org/repo".into(),
+                format!("file://{}", s.join("repo.git").display()),
+            ),
+            (
+                "https://raw.example.com/".into(),
+                format!("file://{}/", s.join("files").display()),
+            ),
+        ]);
+        let out = run(&o).unwrap();
+        assert!(
+            out.log
+                .iter()
+                .any(|l| l.starts_with("VERIFICATION SUCCESS")),
+            "{:?}",
+            out.log
+        );
+        assert_eq!(
+            read(&dst, "kustomization.yaml"),
+            "resources:\n- localized-files/git.example.com/org/repo/v1/deploy/app\n- localized-files/raw.example.com/raw/svc.yaml\n"
+        );
+        assert_eq!(
+            read(
+                &dst,
+                "localized-files/git.example.com/org/repo/v1/deploy/app/cm.yaml"
+            ),
+            CM
+        );
+        assert!(
+            dst.join("localized-files/raw.example.com/raw/svc.yaml")
+                .is_file()
+        );
+
+        // a remote target: default name from the root path and the ref
+        let mut o = opts(&s, &s.join("remote-out"), None);
+        o.target = Some("https://git.example.com/org/repo//deploy/app?ref=v1".into());
+        o.mirrors = Mirrors(vec![(
+            "https://git.example.com/org/repo".into(),
+            format!("file://{}", s.join("repo.git").display()),
+        )]);
+        run(&o).unwrap();
+        assert_eq!(read(&s.join("remote-out"), "deploy/app/cm.yaml"), CM);
+
+        // an unknown ref fails and leaves nothing behind
+        write(
+            &s,
+            "bad/kustomization.yaml",
+            "resources:\n- https://git.example.com/org/repo//deploy/app?ref=v9\n",
+        );
+        let mut o = opts(&s.join("bad"), &s.join("bad-out"), None);
+        o.mirrors = Mirrors(vec![(
+            "https://git.example.com/org/repo".into(),
+            format!("file://{}", s.join("repo.git").display()),
+        )]);
+        let e = run(&o).unwrap_err();
+        assert!(e.message.contains("v9"), "{}", e.message);
+        assert!(!s.join("bad-out").exists());
+    }
+
+    #[test]
+    fn http_files_are_retried_and_stored_by_url() {
+        use wiremock::matchers::path;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let server = rt.block_on(MockServer::start());
+        rt.block_on(async {
+            Mock::given(path("/org/repo/v1/cm.yaml"))
+                .respond_with(ResponseTemplate::new(503))
+                .up_to_n_times(1)
+                .with_priority(1)
+                .mount(&server)
+                .await;
+            Mock::given(path("/org/repo/v1/cm.yaml"))
+                .respond_with(ResponseTemplate::new(200).set_body_string(CM))
+                .mount(&server)
+                .await;
+        });
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "resources:\n- https://files.example.com/org/repo/v1/cm.yaml?x=1\n- https://files.example.com/missing.yaml\n",
+        );
+        let mut o = opts(&s.join("app"), &s.join("out"), None);
+        o.no_verify = true;
+        o.mirrors = Mirrors(vec![(
+            "https://files.example.com/".into(),
+            format!("{}/", server.uri()),
+        )]);
+        let e = run(&o).unwrap_err();
+        assert!(e.message.contains("404"), "{}", e.message);
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "resources:\n- https://files.example.com/org/repo/v1/cm.yaml?x=1\n",
+        );
+        run(&o).unwrap();
+        assert_eq!(
+            read(
+                &s.join("out"),
+                "localized-files/files.example.com/org/repo/v1/cm.yaml"
+            ),
+            CM
+        );
+    }
+}
