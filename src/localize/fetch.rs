@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::url::Mirrors;
-use crate::source::{Cancel, GitReference, Limits, Workspace, fetch_git};
+use crate::source::{Cancel, GitAuth, GitReference, Limits, Workspace, fetch_git};
 
 /// Largest remote file localize downloads.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -26,6 +26,23 @@ pub struct Fetcher {
     checkouts: Mutex<HashMap<(String, String), Result<PathBuf, String>>>,
     rt: tokio::runtime::Runtime,
     client: reqwest::Client,
+}
+
+/// Basic-auth credentials written into an `https://user:password@host/` URL
+/// (a mirror's `TO`), for git (reqwest uses them by itself).
+fn userinfo_auth(url: &str) -> Option<GitAuth> {
+    let (scheme, rest) = url.split_once("://")?;
+    if !scheme.starts_with("http") {
+        return None;
+    }
+    let authority = rest.split('/').next()?;
+    let (info, _) = authority.rsplit_once('@')?;
+    let (user, pass) = info.split_once(':')?;
+    Some(GitAuth {
+        username: Some(user.to_string()),
+        password: Some(pass.to_string()),
+        ..GitAuth::default()
+    })
 }
 
 /// A directory removed on drop.
@@ -108,10 +125,11 @@ impl Fetcher {
         if git_ref.len() == 40 && git_ref.bytes().all(|b| b.is_ascii_hexdigit()) {
             refs.insert(0, GitReference::Commit(git_ref.to_string()));
         }
+        let auth = userinfo_auth(&url);
         let mut errors = Vec::new();
         for r in refs {
             let cancel = Cancel::new(Some(deadline));
-            match fetch_git(&self.ws, &key, &url, &r, None, &limits, &cancel) {
+            match fetch_git(&self.ws, &key, &url, &r, auth.as_ref(), &limits, &cancel) {
                 Ok(f) => return Ok(f.dir),
                 Err(e) => errors.push(e.to_string()),
             }
@@ -175,5 +193,17 @@ impl Fetcher {
             }
             Err(last)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn userinfo_becomes_basic_auth() {
+        let a = super::userinfo_auth("https://bob:s3cret@git.example.com/org/repo").unwrap();
+        assert_eq!(a.username.as_deref(), Some("bob"));
+        assert_eq!(a.password.as_deref(), Some("s3cret"));
+        assert!(super::userinfo_auth("https://git.example.com/org/repo").is_none());
+        assert!(super::userinfo_auth("file:///srv/repo").is_none());
     }
 }
