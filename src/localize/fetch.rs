@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -18,12 +18,17 @@ const HTTP_ATTEMPTS: u32 = 3;
 const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
 const DEFAULT_GIT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// A repository checkout, fetched at most once per run.
+type Checkout = OnceLock<Result<PathBuf, String>>;
+
 /// Fetches remote content, caching git checkouts for the whole run.
 pub struct Fetcher {
     mirrors: Mirrors,
     ws: Workspace,
     _tmp: TempDir,
-    checkouts: Mutex<HashMap<(String, String), Result<PathBuf, String>>>,
+    /// One cell per (fetched URL, ref): concurrent callers wait for the
+    /// same fetch.
+    checkouts: Mutex<HashMap<(String, String), Arc<Checkout>>>,
     rt: tokio::runtime::Runtime,
     client: reqwest::Client,
 }
@@ -95,14 +100,31 @@ impl Fetcher {
         git_ref: &str,
         timeout: Option<u64>,
     ) -> Result<PathBuf, String> {
-        let key = (clone_url.to_string(), git_ref.to_string());
-        let mut map = self.checkouts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(r) = map.get(&key) {
-            return r.clone();
+        let key = (self.mirrors.apply(clone_url), git_ref.to_string());
+        let cell = self
+            .checkouts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_init(|| self.clone_repo(clone_url, git_ref, timeout))
+            .clone()
+    }
+
+    /// Fetches several repositories at once (errors are reported when the
+    /// checkout is asked for).
+    pub fn prefetch(&self, repos: &[(String, String, Option<u64>)]) {
+        if repos.len() < 2 {
+            return;
         }
-        let r = self.clone_repo(clone_url, git_ref, timeout);
-        map.insert(key, r.clone());
-        r
+        std::thread::scope(|s| {
+            for (url, r, t) in repos {
+                s.spawn(move || {
+                    let _ = self.checkout(url, r, *t);
+                });
+            }
+        });
     }
 
     fn clone_repo(

@@ -518,6 +518,24 @@ impl Localizer<'_> {
     }
 
     fn fields(&mut self, root: &Root, m: &mut Mapping) -> Res<()> {
+        // fetch the remote roots of this kustomization in parallel
+        let mut remote = Vec::new();
+        for key in ["resources", "bases", "components"] {
+            for v in m.get(key).and_then(Value::as_seq).into_iter().flatten() {
+                if let Some(spec) = v
+                    .as_str()
+                    .filter(|s| looks_remote(s))
+                    .and_then(parse_repo_url)
+                    && !spec.git_ref.is_empty()
+                {
+                    let k = (spec.clone_url, spec.git_ref, spec.timeout_secs);
+                    if !remote.contains(&k) {
+                        remote.push(k);
+                    }
+                }
+            }
+        }
+        self.fetcher.prefetch(&remote);
         for key in ["resources", "bases"] {
             if let Some(Value::Seq(items)) = m.get_mut(key) {
                 for it in items.iter_mut() {
@@ -828,7 +846,11 @@ impl Localizer<'_> {
             dst_scope: root.dst_of(&root.dir).join(&loc),
         };
         self.kustomization(&child)?;
-        Ok(path_str(&loc.join(relative(&real, &repo))))
+        let rel = relative(&real, &repo);
+        if rel.as_os_str().is_empty() {
+            return Ok(path_str(&loc));
+        }
+        Ok(path_str(&loc.join(rel)))
     }
 
     /// A Helm chart home: copied as a directory when it exists.
@@ -1238,6 +1260,48 @@ mod tests {
                 "localized-files/files.example.com/org/repo/v1/cm.yaml"
             ),
             CM
+        );
+    }
+
+    #[test]
+    fn several_repositories_are_fetched_in_parallel_and_once() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        for name in ["one", "two"] {
+            bare_repo(
+                &s.join(name),
+                &[
+                    ("kustomization.yaml", "resources:\n- cm.yaml\n"),
+                    ("cm.yaml", CM),
+                ],
+                "v1",
+            );
+        }
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "resources:\n- https://git.example.com/org/one?ref=v1\n- https://git.example.com/org/two?ref=v1\ncomponents: []\nbases:\n- https://git.example.com/org/one?ref=v1\n",
+        );
+        let mut o = opts(&s.join("app"), &s.join("out"), None);
+        o.no_verify = true;
+        o.mirrors = Mirrors(vec![(
+            "https://git.example.com/org/".into(),
+            format!("file://{}/", s.display()),
+        )]);
+        run(&o).unwrap();
+        let out = s.join("out");
+        for name in ["one", "two"] {
+            assert_eq!(
+                read(
+                    &out,
+                    &format!("localized-files/git.example.com/org/{name}/v1/cm.yaml")
+                ),
+                CM
+            );
+        }
+        assert_eq!(
+            read(&out, "kustomization.yaml"),
+            "bases:\n- localized-files/git.example.com/org/one/v1\nresources:\n- localized-files/git.example.com/org/one/v1\n- localized-files/git.example.com/org/two/v1\n"
         );
     }
 }
