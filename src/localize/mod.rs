@@ -450,10 +450,11 @@ impl Localizer<'_> {
     /// everything it references).
     fn kustomization(&mut self, root: &Root) -> Res<()> {
         let key = root.dst_of(&root.dir);
-        if self.stack.contains(&root.dir) {
+        if let Some(visited) = self.stack.iter().find(|v| v.starts_with(&root.dir)) {
             return Err(format!(
-                "cycle detected: kustomization root \"{}\" references itself",
-                root.dir.display()
+                "cycle detected: candidate root '{}' contains visited root '{}'",
+                root.dir.display(),
+                visited.display()
             ));
         }
         if !self.done.insert(key.clone()) {
@@ -536,61 +537,22 @@ impl Localizer<'_> {
             }
         }
         self.fetcher.prefetch(&remote);
-        for key in ["resources", "bases"] {
-            if let Some(Value::Seq(items)) = m.get_mut(key) {
-                for it in items.iter_mut() {
-                    if let Value::String(s) = it {
-                        *s = self
-                            .resource(root, s)
-                            .map_err(|e| format!("unable to localize {key} entry: {e}"))?;
-                    }
-                }
-            }
-        }
-        if let Some(Value::Seq(items)) = m.get_mut("components") {
-            for it in items.iter_mut() {
-                if let Value::String(s) = it {
-                    *s = self
-                        .dir(root, s)
-                        .map_err(|e| format!("unable to localize components entry: {e}"))?;
-                }
-            }
-        }
-        for key in ["crds", "configurations"] {
-            if let Some(Value::Seq(items)) = m.get_mut(key) {
-                for it in items.iter_mut() {
-                    if let Value::String(s) = it {
-                        *s = self
-                            .file(root, s)
-                            .map_err(|e| format!("unable to localize {key} entry: {e}"))?;
-                    }
-                }
-            }
-        }
         if let Some(Value::String(s)) = m.get_mut("openapi").and_then(|o| o.get_mut("path")) {
             *s = self
                 .file(root, s)
                 .map_err(|e| format!("unable to localize openapi path: {e}"))?;
         }
-        for key in ["patches", "patchesJson6902", "replacements"] {
+        for key in ["bases", "components", "configurations", "crds", "resources"] {
             if let Some(Value::Seq(items)) = m.get_mut(key) {
                 for it in items.iter_mut() {
-                    if let Some(Value::String(s)) = it.get_mut("path") {
-                        *s = self
-                            .file(root, s)
-                            .map_err(|e| format!("unable to localize {key} entry: {e}"))?;
+                    if let Value::String(s) = it {
+                        let r = match key {
+                            "resources" => self.resource(root, s),
+                            "bases" | "components" => self.dir(root, s),
+                            _ => self.file(root, s),
+                        };
+                        *s = r.map_err(|e| format!("unable to localize {key} entry: {e}"))?;
                     }
-                }
-            }
-        }
-        if let Some(Value::Seq(items)) = m.get_mut("patchesStrategicMerge") {
-            for it in items.iter_mut() {
-                if let Value::String(s) = it
-                    && !s.contains('\n')
-                {
-                    *s = self.file(root, s).map_err(|e| {
-                        format!("unable to localize patchesStrategicMerge entry: {e}")
-                    })?;
                 }
             }
         }
@@ -598,53 +560,90 @@ impl Localizer<'_> {
             if let Some(Value::Seq(items)) = m.get_mut(key) {
                 for it in items.iter_mut() {
                     self.generator_args(root, it)
-                        .map_err(|e| format!("unable to localize {key} entry: {e}"))?;
+                        .map_err(|e| format!("unable to localize {key}: {e}"))?;
                 }
             }
         }
-        let mut default_home = false;
         if let Some(Value::Seq(items)) = m.get_mut("helmChartInflationGenerator") {
-            for it in items.iter_mut() {
+            for (i, it) in items.iter_mut().enumerate() {
                 if let Some(Value::String(s)) = it.get_mut("values") {
-                    *s = self.file(root, s)?;
+                    *s = self.file(root, s).map_err(|e| {
+                        format!(
+                            "unable to localize helmChartInflationGenerator entry {i} values: {e}"
+                        )
+                    })?;
                 }
-                match it.get_mut("chartHome") {
-                    Some(Value::String(s)) if !s.is_empty() => *s = self.chart_home(root, s)?,
-                    _ => default_home = true,
+                let entry = it.str_at(&["chartHome"]).unwrap_or("").to_string();
+                let home = self.chart_home_entry(root, &entry).map_err(|e| {
+                    format!("unable to copy helmChartInflationGenerator entry {i}: {e}")
+                })?;
+                if let Some(Value::String(s)) = it.get_mut("chartHome") {
+                    *s = home;
                 }
             }
         }
         if let Some(Value::Seq(items)) = m.get_mut("helmCharts") {
-            for it in items.iter_mut() {
+            for (i, it) in items.iter_mut().enumerate() {
                 if let Some(Value::String(s)) = it.get_mut("valuesFile") {
-                    *s = self.file(root, s)?;
+                    *s = self.file(root, s).map_err(|e| {
+                        format!("unable to localize helmCharts entry {i} valuesFile: {e}")
+                    })?;
                 }
                 if let Some(Value::Seq(v)) = it.get_mut("additionalValuesFiles") {
                     for f in v.iter_mut() {
                         if let Value::String(s) = f {
-                            *s = self.file(root, s)?;
+                            *s = self.file(root, s).map_err(|e| {
+                                format!("unable to localize helmCharts entry {i} additionalValuesFiles: {e}")
+                            })?;
                         }
                     }
                 }
             }
-            let global_home = m
-                .get("helmGlobals")
-                .and_then(|g| g.get("chartHome"))
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty());
-            if !global_home {
-                default_home = true;
+        }
+        let has_charts = m
+            .get("helmCharts")
+            .and_then(Value::as_seq)
+            .is_some_and(|s| !s.is_empty());
+        match m.get_mut("helmGlobals") {
+            Some(g @ Value::Map(_)) => {
+                let entry = g.str_at(&["chartHome"]).unwrap_or("").to_string();
+                let home = self
+                    .chart_home_entry(root, &entry)
+                    .map_err(|e| format!("unable to copy helmGlobals: {e}"))?;
+                if let Some(Value::String(s)) = g.get_mut("chartHome") {
+                    *s = home;
+                }
+            }
+            _ if has_charts => {
+                self.chart_home_entry(root, "")
+                    .map_err(|e| format!("unable to copy default chart home: {e}"))?;
+            }
+            _ => {}
+        }
+        for (key, ctx) in [
+            ("patches", "unable to localize patches"),
+            ("patchesJson6902", "unable to localize patchesJson6902"),
+            ("replacements", "unable to localize replacements entry"),
+        ] {
+            if let Some(Value::Seq(items)) = m.get_mut(key) {
+                for it in items.iter_mut() {
+                    if let Some(Value::String(s)) = it.get_mut("path") {
+                        *s = self.file(root, s).map_err(|e| format!("{ctx}: {e}"))?;
+                    }
+                }
             }
         }
-        if let Some(Value::String(s)) = m
-            .get_mut("helmGlobals")
-            .and_then(|g| g.get_mut("chartHome"))
-            && !s.is_empty()
-        {
-            *s = self.chart_home(root, s)?;
-        }
-        if default_home {
-            self.chart_home(root, DEFAULT_CHART_HOME)?;
+        if let Some(Value::Seq(items)) = m.get_mut("patchesStrategicMerge") {
+            for it in items.iter_mut() {
+                if let Value::String(s) = it
+                    && !s.is_empty()
+                    && parse_resources(s).is_err()
+                {
+                    *s = self.k8s_file(root, s).map_err(|e| {
+                        format!("unable to localize patchesStrategicMerge entry: {e}")
+                    })?;
+                }
+            }
         }
         for key in ["generators", "transformers", "validators"] {
             if let Some(Value::Seq(items)) = m.get_mut(key) {
@@ -660,19 +659,25 @@ impl Localizer<'_> {
 
     fn generator_args(&mut self, root: &Root, it: &mut Value) -> Res<()> {
         if let Some(Value::String(s)) = it.get_mut("env") {
-            *s = self.file(root, s)?;
+            *s = self
+                .file(root, s)
+                .map_err(|e| format!("unable to localize generator env file: {e}"))?;
         }
         if let Some(Value::Seq(v)) = it.get_mut("envs") {
             for f in v.iter_mut() {
                 if let Value::String(s) = f {
-                    *s = self.file(root, s)?;
+                    *s = self
+                        .file(root, s)
+                        .map_err(|e| format!("unable to localize generator envs file: {e}"))?;
                 }
             }
         }
         if let Some(Value::Seq(v)) = it.get_mut("files") {
             for f in v.iter_mut() {
                 if let Value::String(s) = f {
-                    *s = self.file_source(root, s)?;
+                    *s = self
+                        .file_source(root, s)
+                        .map_err(|e| format!("invalid file source {s:?}: {e}"))?;
                 }
             }
         }
@@ -709,10 +714,18 @@ impl Localizer<'_> {
     }
 
     fn resource_file(&mut self, root: &Root, p: &str) -> Res<String> {
+        let body = if is_http_url(p) {
+            self.fetcher.download(p)?
+        } else {
+            let real = self.local_file(root, p)?;
+            std::fs::read(&real).map_err(|e| format!("reading {}: {e}", real.display()))?
+        };
+        let text = String::from_utf8_lossy(&body);
+        let empty = yaml::parse_documents(&text).is_ok_and(|d| d.iter().all(Value::is_null));
+        if !empty {
+            parse_resources(&text).map_err(|e| format!("invalid resource at file \"{p}\": {e}"))?;
+        }
         if is_http_url(p) {
-            let body = self.fetcher.download(p)?;
-            let text = String::from_utf8_lossy(&body);
-            parse_resources(&text).map_err(|_| format!("invalid resource at file \"{p}\""))?;
             return self.store_remote_file(root, p, &body);
         }
         self.file(root, p)
@@ -780,6 +793,9 @@ impl Localizer<'_> {
 
     /// A root reference (local directory or remote root URL).
     fn dir(&mut self, root: &Root, p: &str) -> Res<String> {
+        if p.is_empty() {
+            return Ok(String::new());
+        }
         self.dir_inner(root, p)
             .map_err(|e| format!("unable to localize root \"{p}\": {e}"))
     }
@@ -853,6 +869,44 @@ impl Localizer<'_> {
         Ok(path_str(&loc.join(rel)))
     }
 
+    /// A chart home entry; empty means the default home (and stays empty).
+    fn chart_home_entry(&mut self, root: &Root, entry: &str) -> Res<String> {
+        let path = if entry.is_empty() {
+            DEFAULT_CHART_HOME
+        } else {
+            entry
+        };
+        if Path::new(path).is_absolute() {
+            return Err(format!("absolute path \"{path}\" not handled in alpha"));
+        }
+        let home = self
+            .chart_home(root, path)
+            .map_err(|e| format!("unable to copy home {entry:?}: {e}"))?;
+        Ok(if entry.is_empty() {
+            String::new()
+        } else {
+            home
+        })
+    }
+
+    /// A file holding Kubernetes objects (a `patchesStrategicMerge` entry).
+    fn k8s_file(&mut self, root: &Root, p: &str) -> Res<String> {
+        let check = if is_http_url(p) {
+            Ok(())
+        } else {
+            self.local_file(root, p).and_then(|real| {
+                let text = std::fs::read_to_string(&real).map_err(|e| e.to_string())?;
+                parse_resources(&text).map(|_| ())
+            })
+        };
+        match check {
+            Ok(()) => self.file(root, p),
+            Err(fe) => Err(format!(
+                "unable to load resource entry {p:?}: when parsing as inline received error: missing Resource metadata\nwhen parsing as filepath received error: {fe}"
+            )),
+        }
+    }
+
     /// A Helm chart home: copied as a directory when it exists.
     fn chart_home(&mut self, root: &Root, p: &str) -> Res<String> {
         if Path::new(p).is_absolute() {
@@ -862,17 +916,21 @@ impl Localizer<'_> {
         if std::fs::symlink_metadata(&abs).is_err() {
             return Ok(p.to_string());
         }
-        let real = std::fs::canonicalize(&abs)
-            .map_err(|e| format!("unable to localize chart home \"{p}\": {e}"))?;
+        let real = std::fs::canonicalize(&abs).map_err(|e| {
+            format!(
+                "invalid chart home: evalsymlink failure on '{}' : {e}",
+                abs.display()
+            )
+        })?;
         if !real.is_dir() {
             return Err(format!(
-                "unable to localize chart home \"{p}\": '{}' is not a directory",
+                "invalid chart home: '{}' must be a directory",
                 abs.display()
             ));
         }
         if !real.starts_with(&root.scope) {
             return Err(format!(
-                "unable to localize chart home \"{p}\": root \"{}\" outside localize scope \"{}\"",
+                "invalid chart home: root \"{}\" outside localize scope \"{}\"",
                 real.display(),
                 root.scope.display()
             ));
@@ -880,10 +938,16 @@ impl Localizer<'_> {
         self.check_dst(&real, "root")?;
         if relative(&abs, &root.dir) == Path::new(DEFAULT_CHART_HOME) {
             // the default home keeps its name, even through a symlink
-            copy_tree(&real, &root.dst_of(&root.dir).join(DEFAULT_CHART_HOME))?;
+            let to = root.dst_of(&root.dir).join(DEFAULT_CHART_HOME);
+            if !to.exists() {
+                copy_tree(&real, &to)?;
+            }
             return Ok(DEFAULT_CHART_HOME.to_string());
         }
-        copy_tree(&real, &root.dst_of(&real))?;
+        let to = root.dst_of(&real);
+        if !to.exists() {
+            copy_tree(&real, &to)?;
+        }
         Ok(path_str(&relative(&real, &root.dir)))
     }
 
@@ -1302,6 +1366,34 @@ mod tests {
         assert_eq!(
             read(&out, "kustomization.yaml"),
             "bases:\n- localized-files/git.example.com/org/one/v1\nresources:\n- localized-files/git.example.com/org/one/v1\n- localized-files/git.example.com/org/two/v1\n"
+        );
+    }
+
+    #[test]
+    fn cycles_and_bad_resources_fail() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        write(&s, "a/kustomization.yaml", "resources:\n- b\n");
+        write(&s, "a/b/kustomization.yaml", "resources:\n- ..\n");
+        let mut o = opts(&s.join("a"), &s.join("out"), None);
+        o.no_verify = true;
+        let e = run(&o).unwrap_err();
+        assert!(
+            e.message.contains("cycle detected: candidate root"),
+            "{}",
+            e.message
+        );
+        assert!(!s.join("out").exists());
+
+        write(&s, "c/kustomization.yaml", "resources:\n- notes.txt\n");
+        write(&s, "c/notes.txt", "just: [text\n");
+        let mut o = opts(&s.join("c"), &s.join("out"), None);
+        o.no_verify = true;
+        let e = run(&o).unwrap_err();
+        assert!(
+            e.message.contains("invalid resource at file \"notes.txt\""),
+            "{}",
+            e.message
         );
     }
 }
