@@ -437,8 +437,13 @@ fn prune(m: &mut Mapping) {
 impl Localizer<'_> {
     fn check_dst(&self, real: &Path, what: &str) -> Res<()> {
         if real.starts_with(&self.dst_top) {
+            let verb = if what == "root" {
+                "references into"
+            } else {
+                "enters"
+            };
             return Err(format!(
-                "{what} \"{}\" enters localize destination \"{}\"",
+                "{what} \"{}\" {verb} localize destination \"{}\"",
                 real.display(),
                 self.dst_top.display()
             ));
@@ -807,10 +812,17 @@ impl Localizer<'_> {
             return self.remote_dir(root, &spec);
         }
         let abs = kustomize::fs::join(&root.dir, p);
-        let real = std::fs::canonicalize(&abs)
-            .map_err(|e| format!("evalsymlink failure on '{}' : {e}", abs.display()))?;
+        let real = std::fs::canonicalize(&abs).map_err(|e| {
+            format!(
+                "invalid root reference: evalsymlink failure on '{}' : {e}",
+                abs.display()
+            )
+        })?;
         if !real.is_dir() {
-            return Err(format!("'{}' must be a directory", abs.display()));
+            return Err(format!(
+                "invalid root reference: '{}' must be a directory",
+                abs.display()
+            ));
         }
         if !real.starts_with(&root.scope) {
             return Err(format!(
