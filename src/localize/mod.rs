@@ -421,7 +421,47 @@ const STRUCT_LISTS: &[&str] = &[
     "labels",
 ];
 
+/// Go decodes scalars given for string fields as their text: `namePrefix: 1`
+/// is written back as `namePrefix: "1"`.
+fn stringify(v: &mut Value) {
+    if !matches!(v, Value::String(_) | Value::Map(_) | Value::Seq(_))
+        && let Some(s) = v.scalar_to_string()
+    {
+        *v = Value::String(s);
+    }
+}
+
+fn stringify_typed_fields(m: &mut Mapping) {
+    for key in ["namePrefix", "nameSuffix", "namespace"] {
+        if let Some(v) = m.get_mut(key) {
+            stringify(v);
+        }
+    }
+    for key in ["commonLabels", "commonAnnotations"] {
+        if let Some(Value::Map(mm)) = m.get_mut(key) {
+            mm.values_mut().for_each(stringify);
+        }
+    }
+    if let Some(Value::Seq(items)) = m.get_mut("images") {
+        for it in items.iter_mut().filter_map(Value::as_map_mut) {
+            for key in ["name", "newName", "newTag", "digest"] {
+                if let Some(v) = it.get_mut(key) {
+                    stringify(v);
+                }
+            }
+        }
+    }
+    if let Some(Value::Seq(items)) = m.get_mut("labels") {
+        for it in items.iter_mut() {
+            if let Some(Value::Map(pairs)) = it.get_mut("pairs") {
+                pairs.values_mut().for_each(stringify);
+            }
+        }
+    }
+}
+
 fn prune(m: &mut Mapping) {
+    stringify_typed_fields(m);
     for key in STRUCT_LISTS {
         if let Some(Value::Seq(items)) = m.get_mut(*key) {
             for it in items.iter_mut() {
@@ -1406,6 +1446,26 @@ mod tests {
             e.message.contains("invalid resource at file \"notes.txt\""),
             "{}",
             e.message
+        );
+    }
+
+    #[test]
+    fn kustomization_is_rewritten_like_the_typed_struct() {
+        let mut m = match yaml::parse_documents(
+            "namePrefix: 1\ncommonLabels:\n  v: 2\n  b: true\nimages:\n- name: x\n  newTag: 3\nnameSuffix: ''\nresources: []\nlabels:\n- pairs: {a: 1}\n  includeSelectors: false\nkind: NotChecked\n",
+        )
+        .unwrap()
+        .remove(0)
+        {
+            Value::Map(m) => m,
+            _ => unreachable!(),
+        };
+        prune(&mut m);
+        let mut out = String::new();
+        yaml::write_document(&mut out, &Value::Map(m)).unwrap();
+        assert_eq!(
+            out,
+            "commonLabels:\n  b: \"true\"\n  v: \"2\"\nimages:\n- name: x\n  newTag: \"3\"\nkind: NotChecked\nlabels:\n- pairs:\n    a: \"1\"\nnamePrefix: \"1\"\n"
         );
     }
 }
