@@ -363,6 +363,33 @@ fn parse_resources(text: &str) -> Res<Vec<Value>> {
     Ok(docs)
 }
 
+/// Replaces each changed path where it is a whole scalar on its line
+/// (`key: old`, `- old`, `- key: old`, optionally quoted); `None` when
+/// some path is not found that way.
+fn replace_scalars(text: &str, changes: &[(String, String)]) -> Option<String> {
+    let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+    for (old, new) in changes {
+        let mut found = false;
+        for line in lines.iter_mut() {
+            let trimmed = line.trim_end();
+            for q in ["", "'", "\""] {
+                let quoted = format!("{q}{old}{q}");
+                if let Some(head) = trimmed.strip_suffix(&quoted)
+                    && (head.ends_with(": ") || head.trim_start() == "-" || head.ends_with("- "))
+                {
+                    *line = format!("{head}{q}{new}{q}");
+                    found = true;
+                    break;
+                }
+            }
+        }
+        if !found {
+            return None;
+        }
+    }
+    Some(lines.join("\n"))
+}
+
 fn docs_text(docs: &[Value]) -> Res<String> {
     let mut out = String::new();
     for (i, d) in docs.iter().enumerate() {
@@ -1026,31 +1053,41 @@ impl Localizer<'_> {
                 }
             }
         };
-        let mut changed = false;
+        let mut changes = Vec::new();
         for d in docs.iter_mut() {
-            changed |= self.builtin_plugin(root, d)?;
+            self.builtin_plugin(root, d, &mut changes)?;
         }
-        match file_real {
-            None => {
-                if changed {
-                    docs_text(&docs)
-                } else {
-                    Ok(s.to_string())
-                }
+        // keep the entry's own layout and key order; re-emit only when a
+        // changed path cannot be found as a plain scalar line
+        let rewrite = |text: &str| -> Res<String> {
+            if changes.is_empty() {
+                return Ok(text.to_string());
             }
+            match replace_scalars(text, &changes) {
+                Some(t) => Ok(t),
+                None => docs_text(&docs),
+            }
+        };
+        match file_real {
+            None => rewrite(s),
             Some((real, text)) => {
-                let out = if changed { docs_text(&docs)? } else { text };
+                let out = rewrite(&text)?;
                 write_file(&root.dst_of(&real), out.as_bytes())?;
                 Ok(path_str(&relative(&real, &root.dir)))
             }
         }
     }
 
-    /// Localizes the paths of a builtin plugin configuration; true when any
-    /// path changed.
-    fn builtin_plugin(&mut self, root: &Root, d: &mut Value) -> Res<bool> {
+    /// Localizes the paths of a builtin plugin configuration, recording each
+    /// changed path as (old, new).
+    fn builtin_plugin(
+        &mut self,
+        root: &Root,
+        d: &mut Value,
+        changes: &mut Vec<(String, String)>,
+    ) -> Res<()> {
         if d.str_at(&["apiVersion"]) != Some("builtin") {
-            return Ok(false);
+            return Ok(());
         }
         let id = res_id(d);
         let kind = d.str_at(&["kind"]).unwrap_or("").to_string();
@@ -1062,7 +1099,6 @@ impl Localizer<'_> {
             "ReplacementTransformer" => &["replacements"],
             _ => &[],
         };
-        let mut changed = false;
         for f in fields {
             let Some(v) = d.get_mut(f) else { continue };
             let ctx = |e: String| format!("considering field '{f}' of object {id}: {e}");
@@ -1071,8 +1107,9 @@ impl Localizer<'_> {
                     for it in items.iter_mut() {
                         if let Some(Value::String(s)) = it.get_mut("path") {
                             let n = self.file(root, s).map_err(ctx)?;
-                            changed |= n != *s;
-                            *s = n;
+                            if n != *s {
+                                changes.push((std::mem::replace(s, n.clone()), n));
+                            }
                         }
                     }
                 }
@@ -1087,8 +1124,9 @@ impl Localizer<'_> {
                     "files" => this.file_source(root, s)?,
                     _ => this.file(root, s)?,
                 };
-                changed |= n != *s;
-                *s = n;
+                if n != *s {
+                    changes.push((std::mem::replace(s, n.clone()), n));
+                }
                 Ok(())
             };
             match v {
@@ -1105,7 +1143,7 @@ impl Localizer<'_> {
                 _ => return Err(ctx("expected sequence or scalar node".into())),
             }
         }
-        Ok(changed)
+        Ok(())
     }
 }
 
@@ -1467,5 +1505,23 @@ mod tests {
             out,
             "commonLabels:\n  b: \"true\"\n  v: \"2\"\nimages:\n- name: x\n  newTag: \"3\"\nkind: NotChecked\nlabels:\n- pairs:\n    a: \"1\"\nnamePrefix: \"1\"\n"
         );
+    }
+
+    #[test]
+    fn plugin_paths_are_replaced_in_place() {
+        let text = "kind: PatchStrategicMergeTransformer\napiVersion: builtin\nmetadata:\n  name: x\npaths:\n  - ./a.yaml\n  - 'sub/../b.yaml'\n";
+        let out = replace_scalars(
+            text,
+            &[
+                ("./a.yaml".into(), "a.yaml".into()),
+                ("sub/../b.yaml".into(), "b.yaml".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "kind: PatchStrategicMergeTransformer\napiVersion: builtin\nmetadata:\n  name: x\npaths:\n  - a.yaml\n  - 'b.yaml'\n"
+        );
+        assert!(replace_scalars("path: {a: ./x}\n", &[("./x".into(), "x".into())]).is_none());
     }
 }
