@@ -21,6 +21,9 @@ const DEFAULT_GIT_TIMEOUT: Duration = Duration::from_secs(300);
 /// A repository checkout, fetched at most once per run.
 type Checkout = OnceLock<Result<PathBuf, String>>;
 
+/// A downloaded file, fetched at most once per run.
+type Download = OnceLock<Result<Arc<Vec<u8>>, String>>;
+
 /// Fetches remote content, caching git checkouts for the whole run.
 pub struct Fetcher {
     mirrors: Mirrors,
@@ -29,6 +32,8 @@ pub struct Fetcher {
     /// One cell per (fetched URL, ref): concurrent callers wait for the
     /// same fetch.
     checkouts: Mutex<HashMap<(String, String), Arc<Checkout>>>,
+    /// Downloaded files by URL (each fetched once per run).
+    files: Mutex<HashMap<String, Arc<Download>>>,
     rt: tokio::runtime::Runtime,
     client: reqwest::Client,
 }
@@ -88,6 +93,7 @@ impl Fetcher {
             ws,
             _tmp: TempDir(dir),
             checkouts: Mutex::new(HashMap::new()),
+            files: Mutex::new(HashMap::new()),
             rt,
             client,
         })
@@ -162,8 +168,38 @@ impl Fetcher {
         ))
     }
 
-    /// Downloads a remote file (after mirror rewriting).
+    /// A remote file's content (downloaded once per run).
     pub fn download(&self, url: &str) -> Result<Vec<u8>, String> {
+        let cell = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(url.to_string())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| self.fetch_file(url).map(Arc::new))
+            .as_ref()
+            .map(|b| b.to_vec())
+            .map_err(Clone::clone)
+    }
+
+    /// Downloads several files at once (errors are reported when the file
+    /// is asked for).
+    pub fn prefetch_files(&self, urls: &[String]) {
+        if urls.len() < 2 {
+            return;
+        }
+        std::thread::scope(|s| {
+            for u in urls {
+                s.spawn(move || {
+                    let _ = self.download(u);
+                });
+            }
+        });
+    }
+
+    /// Downloads a remote file (after mirror rewriting).
+    fn fetch_file(&self, url: &str) -> Result<Vec<u8>, String> {
         let real = self.mirrors.apply(url);
         if let Some(p) = real.strip_prefix("file://") {
             let p = p.split(['?', '#']).next().unwrap_or(p);

@@ -608,7 +608,20 @@ impl Localizer<'_> {
                 }
             }
         }
-        self.fetcher.prefetch(&remote);
+        let mut files: Vec<String> = Vec::new();
+        for key in ["resources", "crds", "configurations"] {
+            for v in m.get(key).and_then(Value::as_seq).into_iter().flatten() {
+                if let Some(u) = v.as_str().filter(|s| is_http_url(s))
+                    && !files.iter().any(|f| f == u)
+                {
+                    files.push(u.to_string());
+                }
+            }
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| self.fetcher.prefetch_files(&files));
+            self.fetcher.prefetch(&remote);
+        });
         if let Some(Value::String(s)) = m.get_mut("openapi").and_then(|o| o.get_mut("path")) {
             *s = self
                 .file(root, s)
@@ -1405,7 +1418,15 @@ mod tests {
         write(
             &s,
             "app/kustomization.yaml",
-            "resources:\n- https://files.example.com/org/repo/v1/cm.yaml?x=1\n",
+            "resources:\n- https://files.example.com/org/repo/v1/cm.yaml?x=1\n- https://files.example.com/svc.yaml\n",
+        );
+        rt.block_on(
+            Mock::given(path("/svc.yaml"))
+                .respond_with(
+                    ResponseTemplate::new(200)
+                        .set_body_string("apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n"),
+                )
+                .mount(&server),
         );
         run(&o).unwrap();
         assert_eq!(
