@@ -136,8 +136,7 @@ pub fn run(opts: &Options) -> Result<Outcome, Failure> {
                 })?;
                 if !t.starts_with(&sr) {
                     return Err(fail(format!(
-                        "invalid localize scope \"{s}\": localize scope \"{}\" does not contain target \"{}\"",
-                        sr.display(),
+                        "invalid localize scope \"{s}\": localize scope \"{s}\" does not contain target \"{target}\" at \"{}\"",
                         t.display()
                     )));
                 }
@@ -156,9 +155,11 @@ pub fn run(opts: &Options) -> Result<Outcome, Failure> {
             .unwrap_or(default_dst)
     });
     let dst_path = Path::new(&dst_arg);
+    // kustomize names the destination argument as given (empty by default)
+    let raw_dst = opts.new_dir.as_deref().unwrap_or("");
     if std::fs::symlink_metadata(dst_path).is_ok() {
         return Err(fail(format!(
-            "invalid localize destination \"{dst_arg}\": localize destination \"{dst_arg}\" already exists"
+            "invalid localize destination \"{raw_dst}\": localize destination \"{dst_arg}\" already exists"
         )));
     }
     std::fs::create_dir(dst_path).map_err(|e| {
@@ -167,7 +168,7 @@ pub fn run(opts: &Options) -> Result<Outcome, Failure> {
             _ => e.to_string(),
         };
         fail(format!(
-            "invalid localize destination \"{dst_arg}\": unable to create localize destination directory: mkdir {dst_arg}: {reason}"
+            "invalid localize destination \"{raw_dst}\": unable to create localize destination directory: mkdir {dst_arg}: {reason}"
         ))
     })?;
     let dst = match std::fs::canonicalize(dst_path) {
