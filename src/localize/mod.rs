@@ -111,7 +111,16 @@ pub fn run(opts: &Options) -> Result<Outcome, Failure> {
                 "unable to establish localize target \"{target}\": root outside its repository"
             )));
         }
-        (t, repo.clone(), spec.default_new_dir(), Some(repo))
+        // named after the root's real directory, or the repository at its top
+        let name = match t.file_name().filter(|_| t != repo) {
+            Some(n) => format!(
+                "localized-{}-{}",
+                n.to_string_lossy(),
+                spec.git_ref.replace('/', "-")
+            ),
+            None => spec.default_new_dir(),
+        };
+        (t, repo.clone(), name, Some(repo))
     } else {
         let abs = abs_clean(&target).map_err(fail)?;
         let t = std::fs::canonicalize(&abs).map_err(|e| {
@@ -772,9 +781,15 @@ impl Localizer<'_> {
 
     /// A `files` entry: `path` or `key=path`.
     fn file_source(&mut self, root: &Root, s: &str) -> Res<String> {
-        match s.split_once('=') {
-            Some((k, p)) => Ok(format!("{k}={}", self.file(root, p)?)),
-            None => self.file(root, s),
+        match s.matches('=').count() {
+            0 => self.file(root, s),
+            1 => match s.split_once('=') {
+                Some(("", p)) => Err(format!("key name for file path {p} missing")),
+                Some((k, "")) => Err(format!("file path for key name {k} missing")),
+                Some((k, p)) => Ok(format!("{k}={}", self.file(root, p)?)),
+                None => unreachable!("one '=' was counted"),
+            },
+            _ => Err("key names or file paths cannot contain '='".to_string()),
         }
     }
 
