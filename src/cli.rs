@@ -69,6 +69,31 @@ enum Command {
         #[arg(long = "enable-managedby-label")]
         enable_managedby_label: bool,
     },
+    /// Copy a kustomization and everything it references, downloading
+    /// remote roots and files, into a self-contained directory (like
+    /// `kustomize localize`).
+    Localize {
+        /// `[TARGET [NEW_DIR]]`: the kustomization (local directory or remote
+        /// root URL with `?ref=`, default `.`) and the destination (default
+        /// `localized-<target>` in the working directory).
+        #[arg(num_args = 0..)]
+        args: Vec<String>,
+        /// Directory the target may reference files in (default: the target).
+        #[arg(long)]
+        scope: Option<String>,
+        /// Do not build the target and the copy to compare their outputs.
+        #[arg(long = "no-verify")]
+        no_verify: bool,
+        /// Fetch URLs starting with FROM from TO instead (repeatable), like
+        /// git's `url.<TO>.insteadOf <FROM>`; localized paths keep the
+        /// original URL. Also read from KRMSYNC_LOCALIZE_MIRRORS
+        /// (comma-separated FROM=TO).
+        #[arg(long = "mirror", value_name = "FROM=TO")]
+        mirror: Vec<String>,
+        /// Print nothing on success.
+        #[arg(long, short = 'q')]
+        quiet: bool,
+    },
     /// Run the in-cluster controller (reads in-cluster config or KUBECONFIG).
     Controller(ControllerArgs),
     /// Print the rendered manifests a Kustomization last applied.
@@ -408,11 +433,57 @@ fn build_command(dir: &Path, output: Option<&Path>, opts: &BuildOptions) -> Resu
     Ok(text)
 }
 
+/// `krmsync localize`: log lines go to stderr, nothing to stdout.
+fn localize_command(
+    args: Vec<String>,
+    scope: Option<String>,
+    no_verify: bool,
+    mirror: &[String],
+    quiet: bool,
+) -> Result<String, String> {
+    if args.len() > 2 {
+        return Err(format!("accepts at most 2 arg(s), received {}", args.len()));
+    }
+    let env = std::env::var("KRMSYNC_LOCALIZE_MIRRORS").ok();
+    let mirrors = crate::localize::url::Mirrors::from_args(mirror, env.as_deref())?;
+    let mut it = args.into_iter();
+    let opts = crate::localize::Options {
+        target: it.next(),
+        new_dir: it.next(),
+        scope,
+        no_verify,
+        mirrors,
+    };
+    match crate::localize::run(&opts) {
+        Ok(o) => {
+            if !quiet {
+                for l in o.log {
+                    eprintln!("{l}");
+                }
+            }
+            Ok(String::new())
+        }
+        Err(f) => {
+            for l in f.log {
+                eprintln!("{l}");
+            }
+            Err(f.message)
+        }
+    }
+}
+
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Crd { output_dir } => crd_command(output_dir),
+        Command::Localize {
+            args,
+            scope,
+            no_verify,
+            mirror,
+            quiet,
+        } => report(localize_command(args, scope, no_verify, &mirror, quiet)),
         Command::Controller(a) => report(controller_command(a).map(|()| String::new())),
         Command::GetRendered { name, namespace } => report(get_rendered_command(&name, &namespace)),
         Command::Bundle(BundleCommand::Create { dir, output }) => report(

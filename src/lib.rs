@@ -6,6 +6,7 @@
 //! * [`api`]: the `Kustomization` and `Catalog` custom resources.
 //! * [`apply`]: server-side apply, inventory and prune.
 //! * [`cli`]: the command-line interface.
+//! * [`localize`]: `krmsync localize`, making a kustomization self-contained.
 //! * [`controller`]: the reconcilers, leader election, metrics.
 //! * [`krm`]: the KRM function runtime (exec/container functions, legacy
 //!   exec plugins) behind the engine's function hook.
@@ -17,4 +18,5 @@ pub mod cli;
 pub mod controller;
 pub mod krm;
 pub mod kustomize;
+pub mod localize;
 pub mod source;
