@@ -14,6 +14,7 @@
 //!
 //! `KRMSYNC_E2E_TIMEOUT_SECS` (default 120) bounds every wait.
 
+mod airgap;
 mod common;
 mod safety;
 
