@@ -153,7 +153,14 @@ impl Fetcher {
         if git_ref.len() == 40 && git_ref.bytes().all(|b| b.is_ascii_hexdigit()) {
             refs.insert(0, GitReference::Commit(git_ref.to_string()));
         }
-        let auth = userinfo_auth(&url);
+        // credentials: a mirror URL's userinfo, else git's credential
+        // helpers (as `git clone` would ask them); never written anywhere
+        let auth = userinfo_auth(&url).or_else(|| {
+            Some(GitAuth {
+                credential_helpers: Some(crate::source::CredentialHelpers::UserConfig),
+                ..GitAuth::default()
+            })
+        });
         let mut errors = Vec::new();
         for r in refs {
             let cancel = Cancel::new(Some(deadline));

@@ -52,8 +52,8 @@ use git2::{
 
 use super::archive::SafeWriter;
 use super::{
-    Cancel, Fetched, Gate, GitAuth, GitReference, Limits, SourceError, UrlKind, Workspace,
-    check_url, redact_url,
+    Cancel, CredentialHelpers, Fetched, Gate, GitAuth, GitReference, Limits, SourceError, UrlKind,
+    Workspace, check_url, redact_url,
 };
 
 /// The local ref a fetched commit is stored under in the scratch repository.
@@ -372,7 +372,7 @@ impl<'a> Session<'a> {
         // (returning false or an error makes libgit2 stop the operation).
         let cancel = self.cancel;
         let mut cb = RemoteCallbacks::new();
-        cb.credentials(|_url, username_from_url, allowed| {
+        cb.credentials(|url, username_from_url, allowed| {
             if cancel.is_cancelled() {
                 return Err(git2::Error::from_str(cancel.reason()));
             }
@@ -381,12 +381,32 @@ impl<'a> Session<'a> {
             let basic = self
                 .auth
                 .and_then(|a| a.username.as_deref().zip(a.password.as_deref()));
-            match basic {
-                Some((user, pass)) if n == 1 && allowed.contains(CredentialType::USER_PASS_PLAINTEXT) => {
+            let helpers = self.auth.and_then(|a| a.credential_helpers.as_ref());
+            match (basic, helpers) {
+                (Some((user, pass)), _)
+                    if n == 1 && allowed.contains(CredentialType::USER_PASS_PLAINTEXT) =>
+                {
                     Cred::userpass_plaintext(user, pass)
                 }
-                Some(_) if n > 1 => Err(git2::Error::from_str(
+                (Some(_), _) if n > 1 => Err(git2::Error::from_str(
                     "authentication failed: the server rejected the username/password",
+                )),
+                (None, Some(h))
+                    if n == 1 && allowed.contains(CredentialType::USER_PASS_PLAINTEXT) =>
+                {
+                    let config = match h {
+                        CredentialHelpers::UserConfig => git2::Config::open_default(),
+                        CredentialHelpers::ConfigFile(p) => git2::Config::open(p),
+                    }?;
+                    Cred::credential_helper(&config, url, username_from_url).map_err(|_| {
+                        git2::Error::from_str(
+                            "authentication required and git's credential helpers gave no \
+                             username/password for this URL",
+                        )
+                    })
+                }
+                (None, Some(_)) if n > 1 => Err(git2::Error::from_str(
+                    "authentication failed: the server rejected the credentials from git's credential helper",
                 )),
                 _ => Err(git2::Error::from_str(&format!(
                     "authentication required (user '{}'); configure a username/password or a bearer token",
@@ -1545,6 +1565,45 @@ mod tests {
         );
         // base64("bot:pw")
         assert!(seen.iter().any(|h| h == "Basic Ym90OnB3"), "{seen:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn credentials_come_from_git_credential_helpers_when_asked() {
+        use wiremock::{Mock, MockServer, ResponseTemplate, matchers};
+        let asking_server = || async {
+            let server = MockServer::start().await;
+            Mock::given(matchers::method("GET"))
+                .respond_with(
+                    ResponseTemplate::new(401)
+                        .insert_header("WWW-Authenticate", "Basic realm=\"git\""),
+                )
+                .mount(&server)
+                .await;
+            server
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("gitconfig");
+        fs::write(
+            &config,
+            "[credential]\n\thelper = \"!f() { echo username=helper-user; echo password=helper-pw; }; f\"\n",
+        )
+        .unwrap();
+        let auth = GitAuth {
+            credential_helpers: Some(CredentialHelpers::ConfigFile(config)),
+            ..GitAuth::default()
+        };
+        let (err, seen) = fetch_against(&asking_server().await, auth).await;
+        // base64("helper-user:helper-pw")
+        assert!(
+            seen.iter()
+                .any(|h| h == "Basic aGVscGVyLXVzZXI6aGVscGVyLXB3"),
+            "{seen:?}"
+        );
+        assert!(err.to_string().contains("credential helper"), "{err}");
+        // without the opt-in, nothing is asked and nothing is sent
+        let (err, seen) = fetch_against(&asking_server().await, GitAuth::default()).await;
+        assert!(seen.is_empty(), "{seen:?}");
+        assert!(err.to_string().contains("authentication required"), "{err}");
     }
 
     #[test]

@@ -248,6 +248,20 @@ pub struct GitAuth {
     /// PEM certificate(s) trusted for the server's TLS certificate, in
     /// addition to the system roots (see [`fetch_git`] for how it is used).
     pub ca_pem: Option<Vec<u8>>,
+    /// When the server asks for credentials and no username/password is
+    /// given, ask git's credential helpers (`credential.helper` in git's
+    /// configuration), as `git` would. For the CLI (`krmsync localize`);
+    /// the controller never sets it (its credentials come from Secrets).
+    pub credential_helpers: Option<CredentialHelpers>,
+}
+
+/// Which git configuration names the credential helpers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CredentialHelpers {
+    /// The user's (system, global and XDG git configuration).
+    UserConfig,
+    /// One git configuration file.
+    ConfigFile(PathBuf),
 }
 
 /// What to check out.
