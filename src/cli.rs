@@ -68,6 +68,15 @@ enum Command {
         /// Add the `app.kubernetes.io/managed-by` label to every resource.
         #[arg(long = "enable-managedby-label")]
         enable_managedby_label: bool,
+        /// Give the network to functions that ask for it (container
+        /// `network: true`, exec `network: true`); denied otherwise.
+        #[arg(long = "network")]
+        network: bool,
+        /// Refuse to run functions when a sandbox protection (Landlock,
+        /// seccomp, rlimits) is missing on this kernel; legacy exec plugins,
+        /// which run unconfined, are refused too.
+        #[arg(long = "require-sandbox", env = "KRMSYNC_REQUIRE_SANDBOX")]
+        require_sandbox: bool,
     },
     /// Copy a kustomization and everything it references, downloading
     /// remote roots and files, into a self-contained directory (like
@@ -94,6 +103,9 @@ enum Command {
         #[arg(long, short = 'q')]
         quiet: bool,
     },
+    /// The sandbox of exec KRM functions.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
     /// Run the in-cluster controller (reads in-cluster config or KUBECONFIG).
     Controller(ControllerArgs),
     /// Print the rendered manifests a Kustomization last applied.
@@ -193,6 +205,16 @@ struct ControllerArgs {
         env = "KRMSYNC_ALLOW_INSECURE_SOURCES"
     )]
     allow_insecure_sources: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum SandboxCommand {
+    /// Print which protections are active on this kernel.
+    Status {
+        /// Exit with status 1 when a protection is missing.
+        #[arg(long = "require-sandbox")]
+        require_sandbox: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -484,6 +506,16 @@ pub fn main() -> ExitCode {
             mirror,
             quiet,
         } => report(localize_command(args, scope, no_verify, &mirror, quiet)),
+        Command::Sandbox(SandboxCommand::Status { require_sandbox }) => {
+            let probe = crate::krm::sandbox::probe();
+            let text = probe.report(&crate::krm::sandbox::Sandbox::default());
+            if require_sandbox && !probe.missing().is_empty() {
+                eprint!("{text}");
+                report(Err("the sandbox is incomplete on this kernel".to_string()))
+            } else {
+                report(Ok(text))
+            }
+        }
         Command::Controller(a) => report(controller_command(a).map(|()| String::new())),
         Command::GetRendered { name, namespace } => report(get_rendered_command(&name, &namespace)),
         Command::Bundle(BundleCommand::Create { dir, output }) => report(
@@ -514,6 +546,8 @@ pub fn main() -> ExitCode {
             enable_alpha_plugins,
             enable_exec,
             enable_managedby_label,
+            network,
+            require_sandbox,
         } => {
             let function_runner: Option<Arc<dyn crate::kustomize::function::FunctionRunner>> =
                 enable_alpha_plugins.then(|| {
@@ -521,6 +555,12 @@ pub fn main() -> ExitCode {
                         plugin_home: crate::krm::default_plugin_home(&|k| std::env::var(k).ok()),
                         container_cli: crate::krm::find_container_cli(),
                         forward_stderr: true,
+                        allow_network: network,
+                        sandbox: Some(crate::krm::sandbox::Sandbox {
+                            allow_network: network,
+                            require: require_sandbox,
+                            ..Default::default()
+                        }),
                         ..Default::default()
                     }) as Arc<dyn crate::kustomize::function::FunctionRunner>
                 });

@@ -3,10 +3,13 @@
 //!
 //! [`ProcessRunner`] implements the engine's
 //! [`FunctionRunner`](crate::kustomize::function::FunctionRunner) hook:
-//! * exec functions run with the kustomization directory as working
-//!   directory, a clean environment (`PATH`, `HOME`, `TMPDIR` only), the
-//!   [`ResourceList`](wire::ResourceList) on stdin, a wall-clock timeout
-//!   and a cap on output size;
+//! * exec functions run in the [`sandbox`] (unless the runner's `sandbox`
+//!   is `None`): an empty private working directory (also `HOME` and
+//!   `TMPDIR`), a clean environment (`PATH`, `HOME`, `TMPDIR` and the
+//!   spec's `exec.envs`), the [`ResourceList`](wire::ResourceList) on
+//!   stdin, rlimits, Landlock, seccomp, a wall-clock timeout that kills
+//!   the process group and a cap on output size; without the sandbox they
+//!   run in the kustomization directory;
 //! * container functions run through `docker` or `podman` (`--network
 //!   none` unless the spec asks for the network and the runner allows it,
 //!   read-only root, the spec's `envs`, its mounts only when allowed);
@@ -14,10 +17,12 @@
 //!   kustomize's environment (the host's plus `KUSTOMIZE_PLUGIN_CONFIG_STRING`
 //!   and `KUSTOMIZE_PLUGIN_CONFIG_ROOT`), the resources on stdin.
 //!
-//! Sandboxing (Landlock, seccomp, rlimits) and in-cluster execution are
-//! later runners behind the same trait.
+//! Legacy exec plugins get kustomize's environment and read the
+//! kustomization directory: they are not sandboxed, and a runner whose
+//! sandbox is required refuses them.
 
 pub mod process;
+pub mod sandbox;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -52,6 +57,9 @@ pub struct ProcessRunner {
     pub allow_mounts: bool,
     /// Copy a successful function's stderr to ours (as kustomize does).
     pub forward_stderr: bool,
+    /// The sandbox of exec functions (`None`: run them unconfined, in the
+    /// kustomization directory, as before the sandbox existed).
+    pub sandbox: Option<sandbox::Sandbox>,
 }
 
 impl Default for ProcessRunner {
@@ -64,6 +72,7 @@ impl Default for ProcessRunner {
             allow_network: false,
             allow_mounts: true,
             forward_stderr: false,
+            sandbox: Some(sandbox::Sandbox::default()),
         }
     }
 }
@@ -102,7 +111,52 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// The clean environment of exec functions.
+/// What an exec function spec declares beyond its path (a krmsync
+/// extension kustomize ignores): `exec.network` (`true` or
+/// `{required: true}`) and `exec.envs` (`KEY=VALUE`, or `KEY` to pass the
+/// variable through), as for container functions.
+fn exec_extras(function_config: &Value) -> (bool, Vec<(String, String)>) {
+    let text = [
+        crate::kustomize::function::FUNCTION_ANNOTATION,
+        crate::kustomize::function::LEGACY_FUNCTION_ANNOTATION,
+    ]
+    .iter()
+    .find_map(|k| {
+        function_config
+            .str_at(&["metadata", "annotations", k])
+            .filter(|s| !s.is_empty())
+    });
+    let Some(spec) = text
+        .and_then(|t| crate::kustomize::yaml::parse_documents(t).ok())
+        .and_then(|d| d.into_iter().next())
+    else {
+        return (false, Vec::new());
+    };
+    let Some(exec) = spec.get("exec") else {
+        return (false, Vec::new());
+    };
+    let network = match exec.get("network") {
+        Some(Value::Bool(b)) => *b,
+        Some(n) => n.get("required").and_then(Value::as_bool) == Some(true),
+        None => false,
+    };
+    let envs = exec
+        .get("envs")
+        .and_then(Value::as_seq)
+        .map(|s| {
+            s.iter()
+                .filter_map(Value::scalar_to_string)
+                .filter_map(|e| match e.split_once('=') {
+                    Some((k, v)) => Some((k.to_string(), v.to_string())),
+                    None => std::env::var(&e).ok().map(|v| (e, v)),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (network, envs)
+}
+
+/// The clean environment of unsandboxed exec functions.
 fn clean_env() -> Vec<(String, String)> {
     let mut env = vec![(
         "PATH".to_string(),
@@ -147,6 +201,55 @@ impl ProcessRunner {
         } else {
             which(path).ok_or_else(|| format!("exec path '{path}' not found on PATH"))
         }
+    }
+
+    /// The run of an exec function in the sandbox, with its directory
+    /// (removed when dropped).
+    fn sandboxed(
+        &self,
+        sb: &sandbox::Sandbox,
+        program: PathBuf,
+        network: bool,
+        envs: Vec<(String, String)>,
+        stdin: Vec<u8>,
+    ) -> Result<(sandbox::RunDir, Run), String> {
+        let user = sb.switch_to();
+        let dir = sandbox::RunDir::new(user)
+            .map_err(|e| format!("creating the sandbox directory: {e}"))?;
+        let program = match user {
+            Some(_) => dir
+                .copy_program(&program)
+                .map_err(|e| format!("copying {} into the sandbox: {e}", program.display()))?,
+            None => program,
+        };
+        let work = dir.work();
+        let prepared = sb.prepare(&sandbox::Policy {
+            program: &program,
+            work_dir: &work,
+            network,
+        })?;
+        let mut env = vec![
+            (
+                "PATH".to_string(),
+                "/usr/local/bin:/usr/bin:/bin".to_string(),
+            ),
+            ("HOME".to_string(), work.display().to_string()),
+            ("TMPDIR".to_string(), work.display().to_string()),
+        ];
+        for (k, v) in envs {
+            env.retain(|(e, _)| *e != k);
+            env.push((k, v));
+        }
+        let run = Run {
+            program,
+            args: Vec::new(),
+            env,
+            dir: work,
+            stdin,
+            sandbox: Some(std::sync::Arc::new(prepared)),
+            user,
+        };
+        Ok((dir, run))
     }
 
     fn container_run(&self, c: &ContainerSpec, dir: &Path, stdin: Vec<u8>) -> Result<Run, String> {
@@ -202,6 +305,7 @@ impl ProcessRunner {
             env: std::env::vars().collect(),
             dir: dir.to_path_buf(),
             stdin,
+            ..Default::default()
         })
     }
 }
@@ -217,19 +321,30 @@ impl FunctionRunner for ProcessRunner {
         }
         .encode()?
         .into_bytes();
+        // Lives until the run is over: the sandbox's directory.
+        let mut _run_dir = None;
         let (run, what) = match call.spec {
             FunctionSpec::Exec { path } => {
+                let what = format!("exec {path}");
                 let program = self.exec_program(path, call.working_dir)?;
-                (
-                    Run {
+                let run = match &self.sandbox {
+                    None => Run {
                         program,
-                        args: Vec::new(),
                         env: clean_env(),
                         dir: call.working_dir.to_path_buf(),
                         stdin: input,
+                        ..Default::default()
                     },
-                    format!("exec {path}"),
-                )
+                    Some(sb) => {
+                        let (network, envs) = exec_extras(call.function_config);
+                        let (d, run) = self
+                            .sandboxed(sb, program, network && sb.allow_network, envs, input)
+                            .map_err(|e| format!("function '{}' ({what}): {e}", call.name))?;
+                        _run_dir = Some(d);
+                        run
+                    }
+                };
+                (run, what)
             }
             FunctionSpec::Container(c) => (
                 self.container_run(c, call.working_dir, input)?,
@@ -293,6 +408,12 @@ impl FunctionRunner for ProcessRunner {
     }
 
     fn run_legacy_plugin(&self, call: LegacyPluginCall<'_>) -> Result<Vec<u8>, String> {
+        if self.sandbox.as_ref().is_some_and(|s| s.require) {
+            return Err(format!(
+                "legacy exec plugin {} refused: the sandbox is required (--require-sandbox) and legacy plugins run unconfined",
+                call.path.display()
+            ));
+        }
         let cfg_file = process::TempFile::new("kust-plugin-config-", call.config.as_bytes())
             .map_err(|e| format!("creating tmp plugin config file: {e}"))?;
         let mut args = vec![cfg_file.path().display().to_string()];
@@ -319,6 +440,7 @@ impl FunctionRunner for ProcessRunner {
                 env,
                 dir: call.config_root.to_path_buf(),
                 stdin: call.stdin.to_vec(),
+                ..Default::default()
             })
             .map_err(|e| {
                 format!(

@@ -1,9 +1,12 @@
 //! Running one child process: piped stdin/stdout/stderr, an explicit
-//! environment, a wall-clock timeout and an output size cap.
+//! environment, its own process group (killed as a whole at the
+//! wall-clock timeout, at an output cap, and after the child exits), and
+//! optionally the [sandbox](super::sandbox).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -16,6 +19,10 @@ pub struct Run {
     pub env: Vec<(String, String)>,
     pub dir: PathBuf,
     pub stdin: Vec<u8>,
+    /// Protections applied in the child before exec.
+    pub sandbox: Option<Arc<super::sandbox::Prepared>>,
+    /// Run as this uid and gid (krmsync is root).
+    pub user: Option<(u32, u32)>,
 }
 
 /// What came out.
@@ -28,23 +35,28 @@ pub struct Output {
     pub stderr: Vec<u8>,
 }
 
-fn read_capped(mut r: impl Read, cap: usize) -> std::io::Result<(Vec<u8>, bool)> {
+fn kill_group(pgid: u32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pgid as i32) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Reads `r` up to `cap` bytes; past the cap, kills the process group
+/// `pgid` and stops reading (the rest of the output is never buffered).
+fn read_capped(mut r: impl Read, cap: usize, pgid: u32) -> std::io::Result<(Vec<u8>, bool)> {
     let mut out = Vec::new();
     let mut buf = [0u8; 16 * 1024];
-    let mut over = false;
     loop {
         let n = r.read(&mut buf)?;
         if n == 0 {
-            break;
+            return Ok((out, false));
         }
         if out.len() + n > cap {
-            over = true;
-            // Keep draining so the child is not blocked on a full pipe.
-            continue;
+            kill_group(pgid);
+            return Ok((out, true));
         }
         out.extend_from_slice(&buf[..n]);
     }
-    Ok((out, over))
 }
 
 /// Runs `run`; kills the child after `timeout`; fails when stdout or
@@ -56,16 +68,36 @@ pub fn run(run: Run, timeout: Duration, max_output: usize) -> Result<Output, Str
             run.dir.display()
         ));
     }
-    let mut child = Command::new(&run.program)
-        .args(&run.args)
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(&run.program);
+    cmd.args(&run.args)
         .env_clear()
         .envs(run.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&run.dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", run.program.display()))?;
+        .process_group(0);
+    if let Some((uid, gid)) = run.user {
+        cmd.uid(uid).gid(gid);
+    }
+    if let Some(prepared) = run.sandbox.clone() {
+        // SAFETY: the hook runs in the forked child before exec; it only
+        // issues system calls on data prepared (allocated) before the fork
+        // (see `sandbox::apply_in_child`), which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || super::sandbox::apply_in_child(&prepared));
+        }
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        let hint = if run.user.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied {
+            " (krmsync runs as root, so the sandbox runs the function as an unprivileged user)"
+        } else {
+            ""
+        };
+        format!("cannot start {}: {e}{hint}", run.program.display())
+    })?;
+    let pgid = child.id();
     let mut stdin = child.stdin.take();
     let input = run.stdin;
     let writer = std::thread::spawn(move || {
@@ -78,11 +110,11 @@ pub fn run(run: Run, timeout: Duration, max_output: usize) -> Result<Output, Str
     let out_pipe = child.stdout.take();
     let err_pipe = child.stderr.take();
     let out_t = std::thread::spawn(move || match out_pipe {
-        Some(p) => read_capped(p, max_output),
+        Some(p) => read_capped(p, max_output, pgid),
         None => Ok((Vec::new(), false)),
     });
     let err_t = std::thread::spawn(move || match err_pipe {
-        Some(p) => read_capped(p, max_output),
+        Some(p) => read_capped(p, max_output, pgid),
         None => Ok((Vec::new(), false)),
     });
     let start = Instant::now();
@@ -91,6 +123,7 @@ pub fn run(run: Run, timeout: Duration, max_output: usize) -> Result<Output, Str
             Ok(Some(s)) => break s,
             Ok(None) => {
                 if start.elapsed() >= timeout {
+                    kill_group(pgid);
                     let _ = child.kill();
                     let _ = child.wait();
                     let _ = writer.join();
@@ -105,6 +138,9 @@ pub fn run(run: Run, timeout: Duration, max_output: usize) -> Result<Output, Str
             Err(e) => return Err(format!("waiting for {}: {e}", run.program.display())),
         }
     };
+    // What the child left behind in its group (background processes
+    // holding the pipes open) goes with it.
+    kill_group(pgid);
     let _ = writer.join();
     let (stdout, over_out) = out_t
         .join()
@@ -114,11 +150,13 @@ pub fn run(run: Run, timeout: Duration, max_output: usize) -> Result<Output, Str
         .join()
         .map_err(|_| "stderr reader panicked".to_string())?
         .map_err(|e| format!("reading stderr: {e}"))?;
-    if over_out || over_err {
-        return Err(format!(
-            "{} wrote more than {max_output} bytes of output",
-            run.program.display()
-        ));
+    for (over, what) in [(over_out, "stdout"), (over_err, "stderr")] {
+        if over {
+            return Err(format!(
+                "{} wrote more than {max_output} bytes on {what}; output cut off and the process killed",
+                run.program.display()
+            ));
+        }
     }
     let status_text = match (
         status.code(),

@@ -79,6 +79,19 @@ fn opts(exec: bool) -> BuildOptions {
     }
 }
 
+/// Functions run unconfined in the kustomization directory (they may
+/// leave files there for the test to inspect).
+fn opts_unsandboxed() -> BuildOptions {
+    BuildOptions {
+        function_runner: Some(Arc::new(ProcessRunner {
+            timeout: Duration::from_secs(20),
+            sandbox: None,
+            ..Default::default()
+        })),
+        ..opts(true)
+    }
+}
+
 fn run_build(dir: &Path, o: &BuildOptions) -> Result<String, String> {
     build(Arc::new(DiskFs::new()), dir, o)
         .and_then(|r| r.to_yaml())
@@ -111,7 +124,7 @@ fn exec_transformer_sees_resource_list_and_edits_items() {
         "apiVersion: example.com/v1\nkind: Fn\nmetadata:\n  name: f\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: ./fn.sh\n",
     )
     .unwrap();
-    let out = run_build(dir, &opts(true)).unwrap();
+    let out = run_build(dir, &opts_unsandboxed()).unwrap();
     assert_eq!(
         out,
         "apiVersion: v1\ndata:\n  value: two\nkind: ConfigMap\nmetadata:\n  name: c\n"
