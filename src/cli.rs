@@ -467,6 +467,7 @@ pub fn main() -> ExitCode {
                 enable_managedby_label,
                 env: Some(Arc::new(|k: &str| std::env::var(k).ok())),
                 function_runner,
+                catalog_resolver: None,
             };
             report(build_command(&dir, output.as_deref(), &opts))
         }
