@@ -142,7 +142,7 @@ fn a_binary_from_the_function_cache_runs_in_a_component() {
     let run = |cache: &Path| {
         krmsync()
             .current_dir(&d)
-            .args(["build", "app", "--load-restrictor", "LoadRestrictionsNone"])
+            .args(["build", "app"])
             .args(["--trusted-catalog", "comp/catalog.yaml", "--function-cache"])
             .arg(cache)
             .output()
@@ -522,5 +522,68 @@ fn catalog_view_shows_functions_digests_and_binaries() {
         ),
         "{stderr}"
     );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn catalog_transformers_run_while_annotated_exec_functions_still_need_the_flags() {
+    let d = scratch("transformer");
+    let app = d.join("app");
+    let labeler = "#!/bin/sh\ncat >/dev/null\ncat <<OUT\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n    labels:\n      labelled-by: catalog\nOUT\n";
+    write(&app.join("bin/labeler"), labeler);
+    let cat = catalog_yaml("bin/labeler", &sha(labeler.as_bytes())).replace("Greeter", "Labeler");
+    write(&app.join("catalog.yaml"), &cat);
+    write(
+        &app.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    );
+    write(
+        &app.join("labeler.yaml"),
+        "apiVersion: example.com/v1\nkind: Labeler\nmetadata:\n  name: l\n",
+    );
+    // an explicitly annotated exec function: skipped without --enable-exec
+    let marker = d.join("annotated-ran");
+    write(
+        &app.join("annotated.sh"),
+        &format!("#!/bin/sh\necho ran > '{}'\ncat\n", marker.display()),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        app.join("annotated.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    write(
+        &app.join("annotated.yaml"),
+        "apiVersion: example.com/v1\nkind: Annotated\nmetadata:\n  name: x\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: ./annotated.sh\n",
+    );
+    write(
+        &app.join("kustomization.yaml"),
+        "catalogs: [catalog.yaml]\nresources: [cm.yaml]\ntransformers: [labeler.yaml]\n",
+    );
+    let out = krmsync()
+        .current_dir(&d)
+        .args(["build", "app", "--trusted-catalog", "app/catalog.yaml"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("labelled-by: catalog"), "{stdout}");
+    write(
+        &app.join("kustomization.yaml"),
+        "catalogs: [catalog.yaml]\nresources: [cm.yaml]\ntransformers: [labeler.yaml, annotated.yaml]\n",
+    );
+    let out = krmsync()
+        .current_dir(&d)
+        .args(["build", "app", "--trusted-catalog", "app/catalog.yaml"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("external plugins disabled; unable to load external plugin 'Annotated'"),
+        "{stderr}"
+    );
+    assert!(!marker.exists());
     std::fs::remove_dir_all(&d).unwrap();
 }
