@@ -77,6 +77,16 @@ enum Command {
         /// which run unconfined, are refused too.
         #[arg(long = "require-sandbox", env = "KRMSYNC_REQUIRE_SANDBOX")]
         require_sandbox: bool,
+        /// Trust a function catalog referenced in `catalogs:` (repeatable):
+        /// its path (relative to the current directory) or `sha256:<hex>`
+        /// of its bytes. Functions resolved through a trusted catalog run
+        /// without --enable-alpha-plugins/--enable-exec, pinned by sha256.
+        #[arg(long = "trusted-catalog", value_name = "REF")]
+        trusted_catalog: Vec<String>,
+        /// The function binary cache (default:
+        /// `$XDG_CACHE_HOME/krmsync/functions`).
+        #[arg(long = "function-cache", value_name = "DIR")]
+        function_cache: Option<PathBuf>,
     },
     /// Copy a kustomization and everything it references, downloading
     /// remote roots and files, into a self-contained directory (like
@@ -106,6 +116,9 @@ enum Command {
     /// The sandbox of exec KRM functions.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Function catalogs (KEP-2906): fetch pinned binaries, view catalogs.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
     /// Run the in-cluster controller (reads in-cluster config or KUBECONFIG).
     Controller(ControllerArgs),
     /// Print the rendered manifests a Kustomization last applied.
@@ -125,6 +138,33 @@ enum Command {
         /// Write `<group>_<plural>.yaml` files into this directory.
         #[arg(long = "output-dir")]
         output_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CatalogCommand {
+    /// Download a catalog's exec binaries into the function cache,
+    /// verifying each against its sha256.
+    Fetch {
+        /// The catalog file.
+        catalog: PathBuf,
+        /// `os/arch` to fetch (repeatable; default: this machine's).
+        #[arg(long = "platform", value_name = "OS/ARCH")]
+        platforms: Vec<String>,
+        /// The function binary cache (default:
+        /// `$XDG_CACHE_HOME/krmsync/functions`).
+        #[arg(long = "function-cache", value_name = "DIR")]
+        function_cache: Option<PathBuf>,
+    },
+    /// Show what catalogs define, their digests and which binaries are
+    /// present and verified here (default: the catalogs referenced by
+    /// the kustomization in the current directory).
+    View {
+        /// Catalog files.
+        files: Vec<PathBuf>,
+        /// The function binary cache.
+        #[arg(long = "function-cache", value_name = "DIR")]
+        function_cache: Option<PathBuf>,
     },
 }
 
@@ -494,6 +534,81 @@ fn localize_command(
     }
 }
 
+fn catalog_fetch_command(
+    catalog: &Path,
+    platforms: &[String],
+    function_cache: Option<&Path>,
+) -> Result<String, String> {
+    use crate::catalog::{self, Platform, cache::FunctionCache, fetch};
+    let doc = catalog::load(catalog)?;
+    let cache = FunctionCache::resolve(function_cache)
+        .ok_or("no function cache: set XDG_CACHE_HOME or HOME, or pass --function-cache")?;
+    let mut opts = fetch::FetchOptions::new(cache);
+    if !platforms.is_empty() {
+        opts.platforms = platforms
+            .iter()
+            .map(|p| Platform::parse(p))
+            .collect::<Result<_, _>>()?;
+    }
+    let report = runtime()?.block_on(fetch::fetch(&doc, &opts));
+    let mut text = String::new();
+    for l in &report.lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    if report.errors.is_empty() {
+        Ok(text)
+    } else {
+        print!("{text}");
+        Err(report.errors.join("\n"))
+    }
+}
+
+/// The catalogs referenced by the kustomization in `dir`.
+fn referenced_catalogs(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let file = kustomize::kustomization::KUSTOMIZATION_FILE_NAMES
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "no catalog files given and no kustomization in {}",
+                dir.display()
+            )
+        })?;
+    let text =
+        std::fs::read_to_string(&file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+    let doc = kustomize::yaml::parse_documents(&text)
+        .map_err(|e| format!("{}: {}", file.display(), e.message))?
+        .into_iter()
+        .next()
+        .unwrap_or(kustomize::yaml::Value::Null);
+    let k = kustomize::kustomization::Kustomization::decode(&doc, &file.display().to_string())
+        .map_err(|e| e.to_string())?;
+    if k.catalogs.is_empty() {
+        return Err(format!("{} references no catalogs", file.display()));
+    }
+    Ok(k.catalogs.iter().map(|c| dir.join(c)).collect())
+}
+
+fn catalog_view_command(
+    files: &[PathBuf],
+    function_cache: Option<&Path>,
+) -> Result<String, String> {
+    use crate::catalog::{self, cache::FunctionCache, view};
+    let files = if files.is_empty() {
+        referenced_catalogs(Path::new("."))?
+    } else {
+        files.to_vec()
+    };
+    let docs = files
+        .iter()
+        .map(|f| catalog::load(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cache = FunctionCache::resolve(function_cache);
+    Ok(view::render_all(&docs, cache.as_ref()))
+}
+
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -538,6 +653,19 @@ pub fn main() -> ExitCode {
             namespace,
             secret,
         }) => report(bundle_push_command(&dir, &name, &namespace, secret)),
+        Command::Catalog(CatalogCommand::Fetch {
+            catalog,
+            platforms,
+            function_cache,
+        }) => report(catalog_fetch_command(
+            &catalog,
+            &platforms,
+            function_cache.as_deref(),
+        )),
+        Command::Catalog(CatalogCommand::View {
+            files,
+            function_cache,
+        }) => report(catalog_view_command(&files, function_cache.as_deref())),
         Command::Build {
             dir,
             output,
@@ -548,9 +676,20 @@ pub fn main() -> ExitCode {
             enable_managedby_label,
             network,
             require_sandbox,
+            trusted_catalog,
+            function_cache,
         } => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let resolver = match crate::catalog::resolve::Resolver::new(
+                &trusted_catalog,
+                &cwd,
+                crate::catalog::cache::FunctionCache::resolve(function_cache.as_deref()),
+            ) {
+                Ok(r) => r,
+                Err(e) => return report(Err(e)),
+            };
             let function_runner: Option<Arc<dyn crate::kustomize::function::FunctionRunner>> =
-                enable_alpha_plugins.then(|| {
+                (enable_alpha_plugins || !trusted_catalog.is_empty()).then(|| {
                     Arc::new(crate::krm::ProcessRunner {
                         plugin_home: crate::krm::default_plugin_home(&|k| std::env::var(k).ok()),
                         container_cli: crate::krm::find_container_cli(),
@@ -578,6 +717,7 @@ pub fn main() -> ExitCode {
                 enable_managedby_label,
                 env: Some(Arc::new(|k: &str| std::env::var(k).ok())),
                 function_runner,
+                catalog_resolver: Some(Arc::new(resolver)),
             };
             report(build_command(&dir, output.as_deref(), &opts))
         }

@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod apply;
+pub mod catalog;
 pub mod cli;
 pub mod controller;
 pub mod krm;

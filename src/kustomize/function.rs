@@ -117,6 +117,47 @@ pub trait FunctionRunner: Send + Sync {
     fn run_legacy_plugin(&self, call: LegacyPluginCall<'_>) -> Result<Vec<u8>, String>;
 }
 
+/// A catalog named in a kustomization's `catalogs:` (KEP-2906), read by
+/// the engine through its loader.
+#[derive(Clone, Debug)]
+pub struct CatalogFile {
+    /// The `catalogs:` entry as written.
+    pub entry: String,
+    /// The file it names (absolute in the engine's file system).
+    pub path: PathBuf,
+    /// The kustomization (or component) file that references it.
+    pub referenced_by: PathBuf,
+    /// Its bytes.
+    pub content: Vec<u8>,
+}
+
+/// A function config resolved through a catalog.
+pub trait ResolvedFunction: Send + Sync + std::fmt::Debug {
+    /// What was resolved, for messages (`example.com/v1 Kind from catalog.yaml`).
+    fn describe(&self) -> String;
+    /// Called immediately before every run: the runtime to run, after
+    /// whatever checks the resolver makes (an exec binary's digest).
+    fn prepare(&self) -> Result<FunctionSpec, String>;
+}
+
+/// Resolves function configs without a runtime annotation through the
+/// catalogs of their kustomization (KEP-2906). The engine only reads the
+/// catalog files; trust, parsing and locating binaries are the resolver's.
+pub trait CatalogResolver: Send + Sync {
+    /// Checks a layer's catalogs when the layer is loaded: every one must
+    /// be trusted and valid.
+    fn check(&self, catalogs: &[CatalogFile]) -> Result<(), String>;
+
+    /// The function for a config (group, version and kind of
+    /// `function_config`), searching `catalogs` in order; `None` when no
+    /// catalog defines its group and kind.
+    fn resolve(
+        &self,
+        catalogs: &[CatalogFile],
+        function_config: &Value,
+    ) -> Result<Option<std::sync::Arc<dyn ResolvedFunction>>, String>;
+}
+
 fn annotation<'a>(cfg: &'a Value, key: &str) -> Option<&'a str> {
     cfg.str_at(&["metadata", "annotations", key])
 }

@@ -142,6 +142,9 @@ pub struct Kustomization {
     pub transformers: Vec<String>,
     pub validators: Vec<String>,
     pub build_metadata: Vec<String>,
+    /// `catalogs:` (KEP-2906): function catalogs for this layer's
+    /// generators, transformers and validators (local paths).
+    pub catalogs: Vec<String>,
 }
 
 /// Decoding context: names the Go struct for error messages.
@@ -531,6 +534,7 @@ const TOP_LEVEL_FIELDS: &[&str] = &[
     "transformers",
     "validators",
     "buildMetadata",
+    "catalogs",
 ];
 
 impl Kustomization {
@@ -605,6 +609,7 @@ impl Kustomization {
             transformers: d.string_list(m, "transformers")?,
             validators: d.string_list(m, "validators")?,
             build_metadata: d.string_list(m, "buildMetadata")?,
+            catalogs: d.string_list(m, "catalogs")?,
             ..Default::default()
         };
         k.resources.extend(d.string_list(m, "bases")?);
@@ -700,6 +705,23 @@ mod tests {
         let c = decode("kind: Component\napiVersion: kustomize.config.k8s.io/v1alpha1\n").unwrap();
         assert_eq!(c.kind, KustKind::Component);
         assert!(decode("kind: Component\napiVersion: kustomize.config.k8s.io/v1beta1\n").is_err());
+    }
+
+    #[test]
+    fn catalogs_field() {
+        let k = decode("catalogs: [catalog.yaml, ../c2.yaml]\ntransformers: [f.yaml]\n").unwrap();
+        assert_eq!(k.catalogs, vec!["catalog.yaml", "../c2.yaml"]);
+        let c = decode(
+            "kind: Component\napiVersion: kustomize.config.k8s.io/v1alpha1\ncatalogs: [c.yaml]\n",
+        )
+        .unwrap();
+        assert_eq!(c.catalogs, vec!["c.yaml"]);
+        let e = decode("catalogs: c.yaml\n").unwrap_err();
+        assert!(
+            e.message.contains("Kustomization.catalogs"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

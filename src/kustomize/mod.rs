@@ -81,6 +81,9 @@ pub struct BuildOptions {
     /// Runs external plugins (KRM functions, legacy exec plugins). `None`:
     /// every external plugin is refused with an error.
     pub function_runner: Option<Arc<dyn function::FunctionRunner>>,
+    /// Resolves function configs through trusted catalogs (KEP-2906).
+    /// `None`: a kustomization with `catalogs:` is an error.
+    pub catalog_resolver: Option<Arc<dyn function::CatalogResolver>>,
 }
 
 impl std::fmt::Debug for BuildOptions {
@@ -93,6 +96,7 @@ impl std::fmt::Debug for BuildOptions {
             .field("enable_managedby_label", &self.enable_managedby_label)
             .field("env", &self.env.is_some())
             .field("function_runner", &self.function_runner.is_some())
+            .field("catalog_resolver", &self.catalog_resolver.is_some())
             .finish()
     }
 }

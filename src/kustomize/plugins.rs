@@ -74,6 +74,7 @@ fn load_configs(t: &Target, entries: &[&String]) -> Result<Vec<Resource>> {
             ctx: t.ctx,
             top_root: t.top_root.clone(),
             build_metadata: t.build_metadata.clone(),
+            catalogs: t.catalogs.clone(),
         };
         let mut ra = Accumulator::new();
         sub.accumulate(&mut ra)?;

@@ -10,6 +10,7 @@ use super::BuildOptions;
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, TransformerConfig};
 use super::fs::FileKind;
+use super::function::CatalogFile;
 use super::generator::{GenKind, generate};
 use super::kustomization::{KUSTOMIZATION_FILE_NAMES, KustKind, Kustomization, VarEntry};
 use super::loader::{Loader, is_remote, remote_error};
@@ -120,6 +121,9 @@ pub struct Target<'o> {
     pub top_root: PathBuf,
     /// buildMetadata in force (inherited from the top).
     pub build_metadata: Vec<String>,
+    /// This layer's `catalogs:`, read and checked by the build's catalog
+    /// resolver (KEP-2906: catalogs are local to a layer).
+    pub catalogs: Vec<CatalogFile>,
 }
 
 /// Splits a YAML stream into resource documents: drops empty documents and
@@ -183,6 +187,52 @@ pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Value>> {
     split_resources(docs, file)
 }
 
+/// Reads a layer's `catalogs:` (local files only) and has the build's
+/// resolver check them (trust, validity).
+fn load_catalogs(
+    loader: &Loader,
+    kust: &Kustomization,
+    kust_file: &std::path::Path,
+    ctx: &BuildCtx<'_>,
+) -> Result<Vec<CatalogFile>> {
+    if kust.catalogs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    for entry in &kust.catalogs {
+        if is_remote(entry) {
+            return Err(Error::remote(format!(
+                "{}: catalog '{entry}' is a remote reference: krmsync never fetches catalogs \
+                 while rendering; localize it first (copy the catalog next to the kustomization \
+                 and reference the local file)",
+                kust_file.display()
+            )));
+        }
+        let path = loader
+            .resolve_file(entry)
+            .map_err(|e| e.context(format!("{}: catalog '{entry}'", kust_file.display())))?;
+        let content = loader
+            .read(entry)
+            .map_err(|e| e.context(format!("{}: catalog '{entry}'", kust_file.display())))?;
+        files.push(CatalogFile {
+            entry: entry.clone(),
+            path,
+            referenced_by: kust_file.to_path_buf(),
+            content,
+        });
+    }
+    let resolver = ctx.opts.catalog_resolver.as_ref().ok_or_else(|| {
+        Error::invalid(format!(
+            "{}: references function catalogs ({}), but this build resolves no catalogs \
+             (krmsync build needs --trusted-catalog)",
+            kust_file.display(),
+            kust.catalogs.join(", ")
+        ))
+    })?;
+    resolver.check(&files).map_err(Error::invalid)?;
+    Ok(files)
+}
+
 impl<'o> Target<'o> {
     /// Loads the kustomization in the loader's root.
     pub fn load(
@@ -231,6 +281,7 @@ impl<'o> Target<'o> {
             }
         }
         let build_metadata = build_metadata.unwrap_or_else(|| kust.build_metadata.clone());
+        let catalogs = load_catalogs(&loader, &kust, &path, ctx)?;
         Ok(Target {
             loader,
             kust,
@@ -238,6 +289,7 @@ impl<'o> Target<'o> {
             ctx,
             top_root,
             build_metadata,
+            catalogs,
         })
     }
 

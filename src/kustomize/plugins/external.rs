@@ -11,9 +11,17 @@
 //!   resource replaces the one with its current id or is appended, and
 //!   resources missing from the output are removed;
 //! * exec functions without `--enable-exec` are skipped.
+//!
+//! A config with no runtime annotation in a layer with `catalogs:` is
+//! first resolved through the build's [`CatalogResolver`](function::CatalogResolver)
+//! (KEP-2906). Trusting the catalog is the opt-in for its functions: they
+//! run without `--enable-alpha-plugins` / `--enable-exec`, and the
+//! resolver checks the runtime (an exec binary's sha256) before each run.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use function::ResolvedFunction;
 
 use super::super::error::{Error, Result};
 use super::super::function::{
@@ -28,6 +36,37 @@ use super::super::yaml::{self, Value};
 pub enum External {
     Function(FunctionSpec),
     Legacy(PathBuf),
+    /// A function resolved through a trusted catalog.
+    Catalog(Arc<dyn ResolvedFunction>),
+}
+
+/// Resolves a config without a runtime annotation through the layer's
+/// catalogs.
+fn resolve_in_catalogs(t: &Target, cfg: &Resource) -> Result<Option<External>> {
+    if t.catalogs.is_empty() {
+        return Ok(None);
+    }
+    if !matches!(function::function_spec(&cfg.obj), Ok(None)) {
+        // An explicit runtime short-circuits the catalogs (KEP-2906).
+        return Ok(None);
+    }
+    let Some(resolver) = t.ctx.opts.catalog_resolver.as_ref() else {
+        return Ok(None);
+    };
+    let resolved = resolver
+        .resolve(&t.catalogs, &cfg.obj)
+        .map_err(|e| Error::invalid(format!("resolving '{}' in catalogs: {e}", cfg.cur_id())))?;
+    match resolved {
+        Some(r) => Ok(Some(External::Catalog(r))),
+        None if !t.ctx.opts.enable_alpha_plugins => Err(Error::invalid(format!(
+            "no catalog of this layer ({}) defines {} {}, and it names no runtime \
+             (config.kubernetes.io/function)",
+            t.kust.catalogs.join(", "),
+            cfg.api_version(),
+            cfg.kind()
+        ))),
+        None => Ok(None),
+    }
 }
 
 fn runner(t: &Target, cfg: &Resource) -> Result<Arc<dyn FunctionRunner>> {
@@ -42,6 +81,9 @@ fn runner(t: &Target, cfg: &Resource) -> Result<Arc<dyn FunctionRunner>> {
 
 /// Loads (checks) an external plugin config, as kustomize's plugin loader.
 pub fn load(t: &Target, cfg: &Resource, what: &str) -> Result<External> {
+    if let Some(ext) = resolve_in_catalogs(t, cfg)? {
+        return Ok(ext);
+    }
     if !t.ctx.opts.enable_alpha_plugins {
         return Err(super::external_error(t, cfg));
     }
@@ -121,19 +163,43 @@ fn call_function(
             return Ok(None);
         }
     }
+    run_spec(t, cfg, spec, items).map(Some)
+}
+
+fn run_spec(
+    t: &Target,
+    cfg: &Resource,
+    spec: &FunctionSpec,
+    items: Vec<Value>,
+) -> Result<Vec<Value>> {
     let r = runner(t, cfg)?;
     let fc = function_config(cfg);
     let name = plugin_name(cfg);
-    let out = r
-        .run_function(FunctionCall {
-            spec,
-            name: &name,
-            function_config: &fc,
-            items,
-            working_dir: t.loader.root(),
-        })
-        .map_err(|e| Error::invalid(format!("couldn't execute function: {e}")))?;
-    Ok(Some(out))
+    r.run_function(FunctionCall {
+        spec,
+        name: &name,
+        function_config: &fc,
+        items,
+        working_dir: t.loader.root(),
+    })
+    .map_err(|e| Error::invalid(format!("couldn't execute function: {e}")))
+}
+
+/// Runs a catalog function: the resolver's checks, then the runtime.
+fn call_catalog(
+    t: &Target,
+    cfg: &Resource,
+    f: &Arc<dyn ResolvedFunction>,
+    items: Vec<Value>,
+) -> Result<Vec<Value>> {
+    let spec = f.prepare().map_err(|e| {
+        Error::invalid(format!(
+            "function '{}' ({}) was not run: {e}",
+            plugin_name(cfg),
+            f.describe()
+        ))
+    })?;
+    run_spec(t, cfg, &spec, items)
 }
 
 fn legacy_args(t: &Target, cfg: &Resource) -> Result<Vec<String>> {
@@ -184,6 +250,7 @@ pub fn generate(t: &Target, cfg: &Resource, ext: &External) -> Result<Vec<Resour
             }
         }
         External::Legacy(path) => call_legacy(t, cfg, path, &[])?,
+        External::Catalog(f) => call_catalog(t, cfg, f, vec![function_config(cfg)])?,
     };
     let o = origin(t, cfg);
     let mut out = Vec::new();
@@ -223,6 +290,14 @@ pub fn transform(t: &Target, m: &mut ResMap, cfg: &Resource, ext: &External) -> 
                 Some(d) => (d, plugin_name(cfg)),
                 None => return Ok(()),
             }
+        }
+        External::Catalog(f) => {
+            let items = if input.is_empty() {
+                vec![function_config(cfg)]
+            } else {
+                input
+            };
+            (call_catalog(t, cfg, f, items)?, plugin_name(cfg))
         }
         External::Legacy(path) => {
             let mut stdin = String::new();
