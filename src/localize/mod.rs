@@ -354,7 +354,16 @@ fn parse_resources(text: &str) -> Res<Vec<Value>> {
     if docs.is_empty() {
         return Err("missing Resource metadata".into());
     }
+    // `kind: List` (and any `*List` with `items`) stands for its items
+    let mut expanded = Vec::new();
     for d in &docs {
+        let kind = d.str_at(&["kind"]).unwrap_or("");
+        match d.get("items") {
+            Some(Value::Seq(items)) if kind.ends_with("List") => expanded.extend(items.iter()),
+            _ => expanded.push(d),
+        }
+    }
+    for d in expanded {
         let Some(m) = d.as_map() else {
             return Err("missing Resource metadata".into());
         };
@@ -1129,7 +1138,13 @@ impl Localizer<'_> {
             _ => &[],
         };
         for f in fields {
-            let Some(v) = d.get_mut(f) else { continue };
+            // builtin plugin configs are decoded like Go's encoding/json:
+            // field names match case-insensitively (`Path:` is `path`)
+            let key = d
+                .as_map()
+                .and_then(|m| m.keys().find(|k| k.eq_ignore_ascii_case(f)).cloned());
+            let Some(key) = key else { continue };
+            let Some(v) = d.get_mut(&key) else { continue };
             let ctx = |e: String| format!("considering field '{f}' of object {id}: {e}");
             if *f == "replacements" {
                 if let Value::Seq(items) = v {
@@ -1202,6 +1217,62 @@ mod tests {
     }
 
     const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+
+    #[test]
+    fn list_kinds_stand_for_their_items() {
+        for list in [
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n",
+            "apiVersion: v1\nkind: ConfigMapList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n",
+            "apiVersion: v1\nkind: List\nitems: []\n",
+        ] {
+            assert!(parse_resources(list).is_ok(), "{list}");
+            let t = tempfile::tempdir().unwrap();
+            let s = std::fs::canonicalize(t.path()).unwrap();
+            write(&s, "app/kustomization.yaml", "resources: [list.yaml]\n");
+            write(&s, "app/list.yaml", list);
+            run(&opts(&s.join("app"), &s.join("out"), None))
+                .unwrap_or_else(|e| panic!("{}", e.message));
+            assert_eq!(
+                std::fs::read_to_string(s.join("out/list.yaml")).unwrap(),
+                list
+            );
+        }
+        // an item still needs a name
+        let bad = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n";
+        assert!(
+            parse_resources(bad)
+                .unwrap_err()
+                .contains("missing metadata.name")
+        );
+    }
+
+    #[test]
+    fn builtin_plugin_fields_match_case_insensitively() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "resources: [cm.yaml]\ntransformers: [patcher.yaml]\n",
+        );
+        write(&s, "app/cm.yaml", CM);
+        write(
+            &s,
+            "app/patcher.yaml",
+            "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\nPath: patches/add.yaml\n",
+        );
+        write(
+            &s,
+            "app/patches/add.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: v\n",
+        );
+        run(&opts(&s.join("app"), &s.join("out"), None))
+            .unwrap_or_else(|e| panic!("{}", e.message));
+        assert!(
+            s.join("out/patches/add.yaml").is_file(),
+            "the patch file was copied"
+        );
+    }
 
     #[test]
     fn copies_referenced_files_with_cleaned_paths() {
