@@ -1385,6 +1385,131 @@ mod tests {
             .unwrap();
     }
 
+    /// A bare repository with one symlink entry (`link` -> `target`) besides `files`.
+    fn bare_repo_with_link(dir: &Path, files: &[(&str, &str)], link: (&str, &str), tag: &str) {
+        bare_repo(dir, files, tag);
+        let repo = git2::Repository::open_bare(dir).unwrap();
+        let head = repo.revparse_single(tag).unwrap().peel_to_commit().unwrap();
+        let mut index = git2::Index::new().unwrap();
+        index.read_tree(&head.tree().unwrap()).unwrap();
+        let oid = repo.blob(link.1.as_bytes()).unwrap();
+        let mut e = git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode: 0o120000,
+            uid: 0,
+            gid: 0,
+            file_size: link.1.len() as u32,
+            id: oid,
+            flags: (link.0.len() as u16) & 0xfff,
+            flags_extended: 0,
+            path: link.0.as_bytes().to_vec(),
+        };
+        e.flags = (link.0.len() as u16) & 0xfff;
+        index.add(&e).unwrap();
+        let tree = repo.find_tree(index.write_tree_to(&repo).unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let c = repo
+            .commit(None, &sig, &sig, "link", &tree, &[&head])
+            .unwrap();
+        repo.tag_lightweight(tag, &repo.find_object(c, None).unwrap(), true)
+            .unwrap();
+    }
+
+    /// Bad remote input: each is an error naming the URL (or the ref), and
+    /// nothing is left behind.
+    #[test]
+    fn bad_remote_input_is_a_clear_error_and_leaves_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        bare_repo(
+            &s.join("repo.git"),
+            &[
+                ("good/kustomization.yaml", "resources:\n- cm.yaml\n"),
+                ("good/cm.yaml", CM),
+                ("escape/kustomization.yaml", "resources:\n- ../../outside\n"),
+            ],
+            "v1",
+        );
+        bare_repo_with_link(
+            &s.join("linked.git"),
+            &[("app/kustomization.yaml", "resources:\n- link.yaml\n")],
+            ("app/link.yaml", "../../../../../../etc/passwd"),
+            "v1",
+        );
+        let mirror = Mirrors(vec![
+            (
+                "https://git.example.com/org/repo".into(),
+                format!("file://{}", s.join("repo.git").display()),
+            ),
+            (
+                "https://git.example.com/org/linked".into(),
+                format!("file://{}", s.join("linked.git").display()),
+            ),
+        ]);
+        for (resource, expect) in [
+            // nothing listens on port 1 of the loopback
+            (
+                "https://127.0.0.1:1/org/repo//good?ref=v1",
+                "127.0.0.1:1/org/repo",
+            ),
+            ("https://git.example.com/org/repo//good?ref=v9", "\"v9\""),
+            ("https://git.example.com/org/repo//escape?ref=v1", "outside"),
+            // a repository holding a symlink out of itself is refused whole
+            (
+                "https://git.example.com/org/linked//app?ref=v1",
+                "leaves the tree",
+            ),
+        ] {
+            write(
+                &s,
+                "app/kustomization.yaml",
+                &format!("resources:\n- {resource}\n"),
+            );
+            let dst = s.join("out");
+            let mut o = opts(&s.join("app"), &dst, None);
+            o.mirrors = mirror.clone();
+            let e = run(&o).expect_err(resource);
+            assert!(e.message.contains(expect), "{resource}: {}", e.message);
+            assert!(!dst.exists(), "{resource}: left {}", dst.display());
+        }
+    }
+
+    #[test]
+    fn an_http_file_over_the_limit_is_refused_and_leaves_nothing() {
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let server = rt.block_on(MockServer::start());
+        let big = vec![b'#'; fetch::MAX_FILE_BYTES as usize + 1];
+        rt.block_on(
+            Mock::given(wiremock::matchers::path("/big.yaml"))
+                .respond_with(ResponseTemplate::new(200).set_body_bytes(big))
+                .mount(&server),
+        );
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "resources:\n- https://files.example.com/big.yaml\n",
+        );
+        let dst = s.join("out");
+        let mut o = opts(&s.join("app"), &dst, None);
+        o.mirrors = Mirrors(vec![(
+            "https://files.example.com/".into(),
+            format!("{}/", server.uri()),
+        )]);
+        let e = run(&o).unwrap_err();
+        assert!(
+            e.message.contains("big.yaml") && e.message.contains("larger than"),
+            "{}",
+            e.message
+        );
+        assert!(!dst.exists());
+    }
+
     #[test]
     fn remote_roots_and_files_through_mirrors() {
         let t = tempfile::tempdir().unwrap();
