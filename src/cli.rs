@@ -515,6 +515,7 @@ fn localize_command(
         scope,
         no_verify,
         mirrors,
+        progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
     match crate::localize::run(&opts) {
         Ok(o) => {

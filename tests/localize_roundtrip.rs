@@ -54,6 +54,7 @@ fn localized_copies_of_the_build_corpus_build_to_the_same_bytes() {
             scope: Some(scope.display().to_string()),
             no_verify: true,
             mirrors: Mirrors::default(),
+            progress: false,
         });
         let outcome = match result {
             Ok(o) => o,

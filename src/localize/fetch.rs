@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,79 @@ type Checkout = OnceLock<Result<PathBuf, String>>;
 /// A downloaded file, fetched at most once per run.
 type Download = OnceLock<Result<Arc<Vec<u8>>, String>>;
 
+/// What was fetched so far, shown on one line of stderr (rewritten in
+/// place) when enabled: the CLI enables it when stderr is a terminal and
+/// `--quiet` is not given.
+#[derive(Debug, Default)]
+pub struct Progress {
+    enabled: bool,
+    repositories: AtomicUsize,
+    files: AtomicUsize,
+    bytes: AtomicU64,
+    printed: AtomicBool,
+    out: Mutex<()>,
+}
+
+impl Progress {
+    pub fn new(enabled: bool) -> Progress {
+        Progress {
+            enabled,
+            ..Progress::default()
+        }
+    }
+
+    /// The progress line: `localize: 2 repositories, 3 files (1.5 MiB) fetched`.
+    pub fn line(repositories: usize, files: usize, bytes: u64) -> String {
+        let size = if bytes >= 1024 * 1024 {
+            format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+        } else if bytes >= 1024 {
+            format!("{:.1} KiB", bytes as f64 / 1024.0)
+        } else {
+            format!("{bytes} B")
+        };
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        format!(
+            "localize: {}, {} ({size}) fetched",
+            plural(repositories, "repository", "repositories"),
+            plural(files, "file", "files")
+        )
+    }
+
+    fn repository_done(&self) {
+        self.repositories.fetch_add(1, Ordering::SeqCst);
+        self.show();
+    }
+
+    fn file_done(&self, bytes: u64) {
+        self.files.fetch_add(1, Ordering::SeqCst);
+        self.bytes.fetch_add(bytes, Ordering::SeqCst);
+        self.show();
+    }
+
+    fn show(&self) {
+        if !self.enabled {
+            return;
+        }
+        let _guard = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let line = Progress::line(
+            self.repositories.load(Ordering::SeqCst),
+            self.files.load(Ordering::SeqCst),
+            self.bytes.load(Ordering::SeqCst),
+        );
+        // carriage return and erase-to-end-of-line: one line, rewritten
+        eprint!("\r{line}\x1b[K");
+        self.printed.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends the progress line (if one was printed).
+    pub fn finish(&self) {
+        if self.enabled && self.printed.swap(false, Ordering::SeqCst) {
+            eprintln!();
+        }
+    }
+}
+
 /// Fetches remote content, caching git checkouts for the whole run.
 pub struct Fetcher {
     mirrors: Mirrors,
@@ -36,6 +110,13 @@ pub struct Fetcher {
     files: Mutex<HashMap<String, Arc<Download>>>,
     rt: tokio::runtime::Runtime,
     client: reqwest::Client,
+    progress: Progress,
+}
+
+impl Drop for Fetcher {
+    fn drop(&mut self) {
+        self.progress.finish();
+    }
 }
 
 /// Basic-auth credentials written into an `https://user:password@host/` URL
@@ -72,7 +153,8 @@ fn hex(data: &[u8]) -> String {
 }
 
 impl Fetcher {
-    pub fn new(mirrors: Mirrors) -> Result<Fetcher, String> {
+    /// `progress`: show a progress line on stderr (see [`Progress`]).
+    pub fn new(mirrors: Mirrors, progress: bool) -> Result<Fetcher, String> {
         let dir = std::env::temp_dir().join(format!(
             "krmsync-localize-{}-{}",
             std::process::id(),
@@ -96,6 +178,7 @@ impl Fetcher {
             files: Mutex::new(HashMap::new()),
             rt,
             client,
+            progress: Progress::new(progress),
         })
     }
 
@@ -165,7 +248,10 @@ impl Fetcher {
         for r in refs {
             let cancel = Cancel::new(Some(deadline));
             match fetch_git(&self.ws, &key, &url, &r, auth.as_ref(), &limits, &cancel) {
-                Ok(f) => return Ok(f.dir),
+                Ok(f) => {
+                    self.progress.repository_done();
+                    return Ok(f.dir);
+                }
                 Err(e) => errors.push(e.to_string()),
             }
         }
@@ -184,10 +270,14 @@ impl Fetcher {
             .entry(url.to_string())
             .or_default()
             .clone();
-        cell.get_or_init(|| self.fetch_file(url).map(Arc::new))
-            .as_ref()
-            .map(|b| b.to_vec())
-            .map_err(Clone::clone)
+        cell.get_or_init(|| {
+            let body = self.fetch_file(url)?;
+            self.progress.file_done(body.len() as u64);
+            Ok(Arc::new(body))
+        })
+        .as_ref()
+        .map(|b| b.to_vec())
+        .map_err(Clone::clone)
     }
 
     /// Downloads several files at once (errors are reported when the file
@@ -270,5 +360,30 @@ mod tests {
         assert_eq!(a.password.as_deref(), Some("s3cret"));
         assert!(super::userinfo_auth("https://git.example.com/org/repo").is_none());
         assert!(super::userinfo_auth("file:///srv/repo").is_none());
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::Progress;
+
+    #[test]
+    fn the_progress_line_counts_repositories_files_and_bytes() {
+        assert_eq!(
+            Progress::line(0, 0, 0),
+            "localize: 0 repositories, 0 files (0 B) fetched"
+        );
+        assert_eq!(
+            Progress::line(1, 1, 2048),
+            "localize: 1 repository, 1 file (2.0 KiB) fetched"
+        );
+        assert_eq!(
+            Progress::line(20, 3, 3 * 1024 * 1024 / 2),
+            "localize: 20 repositories, 3 files (1.5 MiB) fetched"
+        );
+        // disabled: counting prints nothing and finish() writes no newline
+        let p = Progress::new(false);
+        p.file_done(10);
+        p.finish();
     }
 }

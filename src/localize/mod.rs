@@ -32,6 +32,9 @@ pub struct Options {
     pub scope: Option<String>,
     pub no_verify: bool,
     pub mirrors: Mirrors,
+    /// Show a progress line on stderr while downloading (the CLI: when
+    /// stderr is a terminal and `--quiet` is not given).
+    pub progress: bool,
 }
 
 /// The Helm chart home kustomize uses when none is given.
@@ -75,7 +78,7 @@ pub fn run(opts: &Options) -> Result<Outcome, Failure> {
         log: Vec::new(),
     };
     let target = opts.target.clone().unwrap_or_else(|| ".".to_string());
-    let fetcher = Fetcher::new(opts.mirrors.clone()).map_err(fail)?;
+    let fetcher = Fetcher::new(opts.mirrors.clone(), opts.progress).map_err(fail)?;
     let remote = looks_remote(&target)
         .then(|| parse_repo_url(&target))
         .flatten();
@@ -1213,6 +1216,7 @@ mod tests {
             scope: scope.map(|s| s.display().to_string()),
             no_verify: false,
             mirrors: Mirrors::default(),
+            progress: false,
         }
     }
 
