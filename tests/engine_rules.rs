@@ -78,3 +78,81 @@ type: kubernetes.io/tls
 "
     );
 }
+
+// Rule: a generator `behavior` kustomize does not know (any spelling other
+// than exactly `create`, `merge`, `replace`) is read as unspecified, which
+// means create: the build succeeds, names are hashed, and a clash with an
+// existing resource fails as create does.
+#[test]
+fn unknown_generator_behavior_is_create() {
+    let out = ok(
+        &[(
+            "/r/kustomization.yaml",
+            "secretGenerator:
+- name: s
+  behavior: add
+  options: {disableNameSuffixHash: true}
+- name: t
+  literals: [k=v]
+  behavior: Create
+configMapGenerator:
+- name: c
+  behavior: replace-me
+  options: {annotations: {x: z}}
+- name: d
+  behavior: MERGE
+  literals: [a=b]
+",
+        )],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1
+kind: ConfigMap
+metadata:
+  annotations:
+    x: z
+  name: c-6ct58987ht
+---
+apiVersion: v1
+data:
+  a: b
+kind: ConfigMap
+metadata:
+  name: d-4h2mbtbbt6
+---
+apiVersion: v1
+data: {}
+kind: Secret
+metadata:
+  name: s
+type: Opaque
+---
+apiVersion: v1
+data:
+  k: dg==
+kind: Secret
+metadata:
+  name: t-ftgtgc4t9f
+type: Opaque
+"
+    );
+    let e = err(
+        &[
+            (
+                "/r/base/kustomization.yaml",
+                "configMapGenerator:\n- name: c\n  literals: [a=1]\n",
+            ),
+            (
+                "/r/ov/kustomization.yaml",
+                "resources: [../base]\nconfigMapGenerator:\n- name: c\n  behavior: add\n  literals: [b=2]\n",
+            ),
+        ],
+        "/r/ov",
+    );
+    assert!(
+        e.contains("exists; behavior must be merge or replace"),
+        "{e}"
+    );
+}
