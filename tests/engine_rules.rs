@@ -156,3 +156,79 @@ type: Opaque
         "{e}"
     );
 }
+
+fn one_file(cm: &str) -> String {
+    ok(
+        &[
+            ("/r/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("/r/cm.yaml", cm),
+        ],
+        "/r",
+    )
+}
+
+const CM_HEAD: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n";
+
+// Rule (libyaml, go-yaml v2/v3): a block scalar only keeps the line breaks
+// that are in the input. When its last content line ends the file without
+// a line break, there is no final newline whatever the chomping indicator
+// (`|`, `|+`, `>`, `>+`, `|2`); `|-`/`>-` strip as always. Breaks inside the
+// scalar, and a final whitespace-only line, are read as usual.
+#[test]
+fn block_scalar_ending_the_file_without_newline_has_no_final_newline() {
+    let literal = format!("{CM_HEAD}  a: |-\n    line1\n    }}\n");
+    for ind in ["|", "|-", "|+", "|2"] {
+        let out = one_file(&format!("{CM_HEAD}  a: {ind}\n    line1\n    }}"));
+        assert_eq!(
+            out,
+            format!(
+                "apiVersion: v1\ndata:\n  a: |-\n    line1\n    }}\nkind: ConfigMap\nmetadata:\n  name: c\n"
+            ),
+            "{ind}"
+        );
+        assert!(out.contains(literal.trim_start_matches(CM_HEAD)), "{ind}");
+    }
+    for ind in [">", ">-", ">+"] {
+        let out = one_file(&format!("{CM_HEAD}  a: {ind}\n    line1\n    }}"));
+        assert_eq!(
+            out, "apiVersion: v1\ndata:\n  a: line1 }\nkind: ConfigMap\nmetadata:\n  name: c\n",
+            "{ind}"
+        );
+    }
+    // Inner blank lines stay with keep chomping.
+    let out = one_file(&format!("{CM_HEAD}  a: |+\n    x\n\n    }}"));
+    assert!(out.contains("  a: |-\n    x\n\n    }\n"), "{out}");
+    // A whitespace-only last line: the break before it is in the input.
+    let out = one_file(&format!("{CM_HEAD}  a: |\n    x\n  "));
+    assert!(out.contains("  a: |\n    x\n"), "{out}");
+    let out = one_file(&format!("{CM_HEAD}  a: |+\n    x\n\n  "));
+    assert!(out.contains("  a: |+\n    x\n\n"), "{out}");
+    // Only the last document of a stream ends the file.
+    let out = one_file(&format!(
+        "{CM_HEAD}  a: |\n    x\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\ndata:\n  b: |\n    y"
+    ));
+    assert!(out.contains("  a: |\n    x\n"), "{out}");
+    assert!(out.contains("  b: \"y\"\n"), "{out}");
+    // Inside a List, and in the kustomization file itself.
+    let out = one_file(
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: c\n  data:\n    b: |\n      x\n      y",
+    );
+    assert!(out.contains("  b: |-\n    x\n    y\n"), "{out}");
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\ncommonAnnotations:\n  note: |\n    hi\n    there",
+            ),
+            (
+                "/r/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        out.contains("    note: |-\n      hi\n      there\n"),
+        "{out}"
+    );
+}
