@@ -232,3 +232,103 @@ fn block_scalar_ending_the_file_without_newline_has_no_final_newline() {
         "{out}"
     );
 }
+
+fn sorted(sort_options: &str) -> Result<String, krmsync::kustomize::Error> {
+    render(
+        &[
+            (
+                "/r/kustomization.yaml",
+                &format!("resources: [a.yaml]\nsortOptions:\n{sort_options}"),
+            ),
+            (
+                "/r/a.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: ns\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: s\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: w\n",
+            ),
+        ],
+        "/r",
+    )
+}
+
+// Rule: `sortOptions.order` must be exactly `fifo` or `legacy` (anything
+// else, missing or empty included, is one error); `legacySortOptions` given
+// (even `{}`; `null` is not given) with `order: fifo` is an error. Only the
+// top-level kustomization's sortOptions are checked.
+#[test]
+fn sort_options_are_validated() {
+    const FIFO_ERR: &str = "the field 'sortOptions.legacySortOptions' is set but the selected sort order is 'fifo', not 'legacy'";
+    const ORDER_ERR: &str = "the field 'sortOptions.order' must be one of [fifo, legacy]";
+    for (so, want) in [
+        ("  order: fifo\n  legacySortOptions: {}\n", FIFO_ERR),
+        (
+            "  order: fifo\n  legacySortOptions: {orderFirst: [A]}\n",
+            FIFO_ERR,
+        ),
+        (
+            "  order: fifo\n  legacySortOptions: {orderFirst: null}\n",
+            FIFO_ERR,
+        ),
+        ("  legacySortOptions: {}\n", ORDER_ERR),
+        ("  order: \"\"\n", ORDER_ERR),
+        ("  {}\n", ORDER_ERR),
+        ("  order: Fifo\n", ORDER_ERR),
+    ] {
+        let e = sorted(so).expect_err(so);
+        assert!(e.to_string().ends_with(want), "{so}: {e}");
+    }
+    let kinds = |so: &str| -> Vec<String> {
+        let out = sorted(so).unwrap_or_else(|e| panic!("{so}: {e}"));
+        out.lines()
+            .filter_map(|l| l.strip_prefix("kind: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (d, n, s, w) = (
+        "Deployment",
+        "Namespace",
+        "Service",
+        "ValidatingWebhookConfiguration",
+    );
+    for (so, want) in [
+        ("  order: fifo\n  legacySortOptions: null\n", [d, n, s, w]),
+        ("  order: fifo\n", [d, n, s, w]),
+        // Without legacySortOptions (or null): the default kind lists.
+        ("  order: legacy\n", [n, s, d, w]),
+        ("  order: legacy\n  legacySortOptions: null\n", [n, s, d, w]),
+        // With them, a missing list is empty, not the default; what no list
+        // names is ordered by group/version/kind (core group last).
+        ("  order: legacy\n  legacySortOptions: {}\n", [w, d, n, s]),
+        (
+            "  order: legacy\n  legacySortOptions: {orderLast: null, orderFirst: []}\n",
+            [w, d, n, s],
+        ),
+        (
+            "  order: legacy\n  legacySortOptions: {orderFirst: [Service]}\n",
+            [s, w, d, n],
+        ),
+        (
+            "  order: legacy\n  legacySortOptions: {orderLast: [Namespace]}\n",
+            [w, d, s, n],
+        ),
+    ] {
+        assert_eq!(kinds(so), want, "{so}");
+    }
+    // A base's sortOptions are not checked.
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", "resources: [base]\n"),
+            (
+                "/r/base/kustomization.yaml",
+                "resources: [cm.yaml]\nsortOptions:\n  order: fifo\n  legacySortOptions: {}\n",
+            ),
+            (
+                "/r/base/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+    );
+}
