@@ -332,3 +332,125 @@ fn sort_options_are_validated() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
     );
 }
+
+const THREE_CMS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: prod\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: dev\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: solo\n  namespace: x\n";
+
+fn smp(meta: &str) -> Result<String, krmsync::kustomize::Error> {
+    render(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [r.yaml]\npatches:\n- path: p.yaml\n",
+            ),
+            ("/r/r.yaml", THREE_CMS),
+            (
+                "/r/p.yaml",
+                &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n{meta}data: {{a: b}}\n"),
+            ),
+        ],
+        "/r",
+    )
+}
+
+fn no_match(id: &str, why: &str) -> String {
+    format!(
+        "no resource matches strategic merge patch \"{id}\": {why} for Id {id}; failed to find unique target for patch {id}"
+    )
+}
+
+// Rule: a strategic-merge patch in `patches:` without a target applies to
+// the one resource whose id (kind, name, namespace; current or original)
+// equals the patch's own, taken literally (no patterns, an absent
+// namespace is not a wildcard). None or several such resources is an
+// error, in a Kustomization and in a Component built directly; a patch with
+// a target that selects nothing is not.
+#[test]
+fn untargeted_strategic_merge_patch_needs_exactly_one_resource() {
+    for (meta, id) in [
+        ("  name: c\n", "ConfigMap.v1.[noGrp]/c.[noNs]"),
+        ("  name: solo\n", "ConfigMap.v1.[noGrp]/solo.[noNs]"),
+        (
+            "  name: s.lo\n  namespace: x\n",
+            "ConfigMap.v1.[noGrp]/s.lo.x",
+        ),
+        (
+            "  name: s.*\n  namespace: x\n",
+            "ConfigMap.v1.[noGrp]/s.*.x",
+        ),
+    ] {
+        let e = smp(meta).expect_err(meta).to_string();
+        assert!(e.ends_with(&no_match(id, "no matches")), "{meta}: {e}");
+    }
+    let out = smp("  name: c\n  namespace: dev\n").unwrap();
+    assert!(
+        out.contains("data:\n  a: b\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: dev\n"),
+        "{out}"
+    );
+    assert_eq!(out.matches("a: b").count(), 1, "{out}");
+    let out = smp("  name: solo\n  namespace: x\n").unwrap();
+    assert!(
+        out.contains("data:\n  a: b\nkind: ConfigMap\nmetadata:\n  name: solo\n"),
+        "{out}"
+    );
+
+    // Several resources with the patch's id (here as original names).
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+    let e = err(
+        &[
+            (
+                "/r/a/kustomization.yaml",
+                "resources: [cm.yaml]\nnamePrefix: a-\n",
+            ),
+            ("/r/a/cm.yaml", cm),
+            (
+                "/r/b/kustomization.yaml",
+                "resources: [cm.yaml]\nnamePrefix: b-\n",
+            ),
+            ("/r/b/cm.yaml", cm),
+            (
+                "/r/kustomization.yaml",
+                "resources: [a, b]\npatches:\n- patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: c\n    data: {a: b}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.ends_with(&no_match(
+            "ConfigMap.v1.[noGrp]/c.[noNs]",
+            "multiple matches"
+        )),
+        "{e}"
+    );
+
+    // A Component built directly follows the same rule.
+    let patch = "- patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: other\n    data: {x: \"1\"}\n";
+    let head = "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n";
+    let other = no_match("ConfigMap.v1.[noGrp]/other.[noNs]", "no matches");
+    for res in ["resources: [cm.yaml]\n", ""] {
+        let e = err(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    &format!("{head}{res}patches:\n{patch}"),
+                ),
+                ("/r/cm.yaml", cm),
+            ],
+            "/r",
+        );
+        assert!(e.ends_with(&other), "{e}");
+    }
+    // With a target that selects nothing, nothing happens.
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                &format!(
+                    "{head}resources: [cm.yaml]\npatches:\n{patch}  target: {{kind: Secret}}\n"
+                ),
+            ),
+            ("/r/cm.yaml", cm),
+        ],
+        "/r",
+    );
+    assert_eq!(out, cm);
+}
