@@ -285,9 +285,9 @@ pub fn generate(
                 .iter()
                 .map(|(k, v)| (k.clone(), encode_base64_lines(v.as_bytes())))
                 .collect();
-            if !encoded.is_empty() {
-                obj.insert("data".into(), Value::Map(string_map(&encoded)));
-            }
+            // kustomize always gives a generated Secret a `data` map, even an
+            // empty one (a ConfigMap without entries gets none).
+            obj.insert("data".into(), Value::Map(string_map(&encoded)));
             let t = if args.secret_type.is_empty() {
                 "Opaque"
             } else {

@@ -108,6 +108,8 @@ pub struct SortOptions {
     pub order: String,
     pub order_first: Option<Vec<String>>,
     pub order_last: Option<Vec<String>>,
+    /// `legacySortOptions` is given (not null), even empty.
+    pub legacy_options_set: bool,
 }
 
 /// A decoded kustomization (or component).
@@ -485,6 +487,7 @@ fn decode_sort_options(v: &Value) -> Result<Option<SortOptions>> {
     if let Some(l) = m.get("legacySortOptions")
         && let Some(lm) = d.map(l, "legacySortOptions", "types.LegacySortOptions")?
     {
+        so.legacy_options_set = true;
         let ld = Dec {
             what: "LegacySortOptions",
         };

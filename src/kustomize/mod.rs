@@ -183,25 +183,23 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
             }
             match so.order.as_str() {
                 "legacy" => (
-                    so.order_first.clone().unwrap_or_else(|| {
-                        sort::DEFAULT_ORDER_FIRST
-                            .iter()
-                            .map(|s| s.to_string())
-                            .collect()
-                    }),
-                    so.order_last.clone().unwrap_or_else(|| {
-                        sort::DEFAULT_ORDER_LAST
-                            .iter()
-                            .map(|s| s.to_string())
-                            .collect()
-                    }),
+                    // Given `legacySortOptions`, a missing list is empty;
+                    // without them both lists are kustomize's defaults.
+                    legacy_kinds(so, &so.order_first, sort::DEFAULT_ORDER_FIRST),
+                    legacy_kinds(so, &so.order_last, sort::DEFAULT_ORDER_LAST),
                     true,
                 ),
+                "fifo" if so.legacy_options_set => {
+                    return Err(Error::invalid(
+                        "the field 'sortOptions.legacySortOptions' is set but the selected \
+                         sort order is 'fifo', not 'legacy'",
+                    ));
+                }
                 "fifo" => (vec![], vec![], false),
-                other => {
-                    return Err(Error::invalid(format!(
-                        "the field 'sortOptions.order' must be one of [legacy, fifo], got '{other}'"
-                    )));
+                _ => {
+                    return Err(Error::invalid(
+                        "the field 'sortOptions.order' must be one of [fifo, legacy]",
+                    ));
                 }
             }
         }
@@ -281,4 +279,16 @@ pub fn build_dir(dir: &Path, opts: &BuildOptions) -> Result<Rendered> {
             .join(dir)
     };
     build(Arc::new(fs::DiskFs::new()), &fs::clean(&abs), opts)
+}
+
+fn legacy_kinds(
+    so: &kustomization::SortOptions,
+    list: &Option<Vec<String>>,
+    default: &[&str],
+) -> Vec<String> {
+    match list {
+        Some(l) => l.clone(),
+        None if so.legacy_options_set => Vec::new(),
+        None => default.iter().map(|s| s.to_string()).collect(),
+    }
 }

@@ -373,19 +373,22 @@ pub fn apply_patch_entry(
             )
         }
         None => {
+            // Without a target, each patch applies to the one resource whose
+            // id (current or original) equals the patch's own; none or
+            // several is an error.
             for d in &docs {
                 let id = patch_id(d);
-                let sel = Selector {
-                    group: id.gvk.group.clone(),
-                    version: id.gvk.version.clone(),
-                    kind: id.gvk.kind.clone(),
-                    // kustomize builds this selector from the patch's own
-                    // name and namespace, used as (anchored) patterns.
-                    name: id.name.clone(),
-                    namespace: id.namespace.clone(),
-                    ..Default::default()
+                let hits = m.find_any(&id);
+                let why = match hits.as_slice() {
+                    [_] => None,
+                    [] => Some("no matches"),
+                    _ => Some("multiple matches"),
                 };
-                let hits = select(m, &sel, schema)?;
+                if let Some(why) = why {
+                    return Err(Error::invalid(format!(
+                        "no resource matches strategic merge patch \"{id}\": {why} for Id {id}; failed to find unique target for patch {id}"
+                    )));
+                }
                 apply_smp_to(
                     m,
                     &hits,

@@ -20,15 +20,14 @@ pub enum Behavior {
 }
 
 impl Behavior {
+    /// kustomize reads any behavior it does not know (`add`, `Merge`, ...)
+    /// as unspecified, which generators treat as `create`.
     pub fn parse(s: &str) -> Result<Behavior> {
-        match s {
-            "" | "create" => Ok(Behavior::Create),
-            "merge" => Ok(Behavior::Merge),
-            "replace" => Ok(Behavior::Replace),
-            other => Err(Error::invalid(format!(
-                "invalid generator behavior '{other}': must be create, merge or replace"
-            ))),
-        }
+        Ok(match s {
+            "merge" => Behavior::Merge,
+            "replace" => Behavior::Replace,
+            _ => Behavior::Create,
+        })
     }
 }
 

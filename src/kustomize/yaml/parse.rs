@@ -1305,6 +1305,7 @@ impl<'a> DocReader<'a> {
                         };
                         Err(ParseError::new(msg, line, span.start.col() + 1))
                     } else {
+                        let value = self.block_scalar_at_eof(value, style, span);
                         b.scalar(value, style, anchor, tag.as_deref(), span)
                     }
                 }
@@ -1321,6 +1322,30 @@ impl<'a> DocReader<'a> {
                 return Err(e);
             }
         }
+    }
+
+    /// libyaml only keeps line breaks that are in the input: a block scalar
+    /// (`|`, `>`, any chomping) whose last content line ends the input
+    /// without a line break has no final newline, where saphyr adds one.
+    fn block_scalar_at_eof<'v>(
+        &mut self,
+        value: Cow<'v, str>,
+        style: ScalarStyle,
+        span: Span,
+    ) -> Cow<'v, str> {
+        if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+            || !value.ends_with('\n')
+            || self.src.ends_with('\n')
+        {
+            return value;
+        }
+        let last_line = self.src.rsplit('\n').next().unwrap_or("");
+        if last_line.trim().is_empty() || self.byte_index(span.end.index()) < self.src.len() {
+            return value;
+        }
+        let mut owned = value.into_owned();
+        owned.pop();
+        Cow::Owned(owned)
     }
 
     /// Whether the double-quoted scalar at `span` uses the `\/` escape.
