@@ -454,3 +454,119 @@ fn untargeted_strategic_merge_patch_needs_exactly_one_resource() {
     );
     assert_eq!(out, cm);
 }
+
+const PLAIN_CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: v\n";
+
+fn json_patch(op: &str) -> String {
+    format!("resources: [cm.yaml]\npatches:\n- target: {{kind: ConfigMap}}\n  patch: |\n{op}")
+}
+
+// Rule: while `patches:` run, kustomize's resources carry its internal
+// annotations, so `/metadata/annotations` always exists: a JSON patch may
+// add an annotation to a resource that has none (and the map does not
+// survive when the patch left it empty), while `/metadata/labels` exists
+// only when the resource has labels. The legacy `patchesJson6902:` field
+// sees no such map.
+#[test]
+fn json_patches_see_an_annotations_map_but_no_labels_map() {
+    let add = |path: &str| {
+        json_patch(&format!(
+            "    - op: add\n      path: {path}\n      value: hello\n"
+        ))
+    };
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", &add("/metadata/annotations/x")),
+            ("/r/cm.yaml", PLAIN_CM),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1\ndata:\n  k: v\nkind: ConfigMap\nmetadata:\n  annotations:\n    x: hello\n  name: c\n"
+    );
+    let e = err(
+        &[
+            ("/r/kustomization.yaml", &add("/metadata/labels/x")),
+            ("/r/cm.yaml", PLAIN_CM),
+        ],
+        "/r",
+    );
+    assert!(
+        e.contains("doc is missing path: \"/metadata/labels/x\""),
+        "{e}"
+    );
+    // the whole map is never just the user's: a test against {} fails
+    let e = err(
+        &[
+            (
+                "/r/kustomization.yaml",
+                &json_patch("    - op: test\n      path: /metadata/annotations\n      value: {}\n"),
+            ),
+            ("/r/cm.yaml", PLAIN_CM),
+        ],
+        "/r",
+    );
+    assert!(
+        e.contains("testing value /metadata/annotations failed"),
+        "{e}"
+    );
+    // patches that leave annotations empty leave no `annotations` field
+    for op in [
+        "    - op: replace\n      path: /data/k\n      value: w\n",
+        "    - op: remove\n      path: /metadata/annotations\n",
+    ] {
+        let out = ok(
+            &[
+                ("/r/kustomization.yaml", &json_patch(op)),
+                ("/r/cm.yaml", PLAIN_CM),
+            ],
+            "/r",
+        );
+        assert!(!out.contains("annotations"), "{op}: {out}");
+    }
+    // the legacy field: no annotations map to add to
+    let legacy = "resources: [cm.yaml]\npatchesJson6902:\n- target: {version: v1, kind: ConfigMap, name: c}\n  patch: |\n    - op: add\n      path: /metadata/annotations/x\n      value: hello\n";
+    let e = err(
+        &[("/r/kustomization.yaml", legacy), ("/r/cm.yaml", PLAIN_CM)],
+        "/r",
+    );
+    assert!(
+        e.contains("doc is missing path: \"/metadata/annotations/x\""),
+        "{e}"
+    );
+}
+
+// Rule: annotations leave the build as a map of strings: a value a patch
+// made a boolean, a number or null comes out as its text (YAML 1.1 in the
+// patch: `y` is true).
+#[test]
+fn annotation_values_set_by_patches_come_out_as_strings() {
+    for (value, text) in [
+        ("y", "\"true\""),
+        ("true", "\"true\""),
+        ("5", "\"5\""),
+        ("1.5", "\"1.5\""),
+        ("0x1F", "\"31\""),
+        ("null", "\"null\""),
+        ("'007'", "\"007\""),
+    ] {
+        let op =
+            format!("    - op: add\n      path: /metadata/annotations/x\n      value: {value}\n");
+        let out = ok(
+            &[
+                ("/r/kustomization.yaml", &json_patch(&op)),
+                ("/r/cm.yaml", PLAIN_CM),
+            ],
+            "/r",
+        );
+        assert!(out.contains(&format!("    x: {text}\n")), "{value}: {out}");
+    }
+    // the same through a strategic-merge patch
+    let smp = "resources: [cm.yaml]\npatches:\n- patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: c\n      annotations:\n        x: true\n";
+    let out = ok(
+        &[("/r/kustomization.yaml", smp), ("/r/cm.yaml", PLAIN_CM)],
+        "/r",
+    );
+    assert!(out.contains("    x: \"true\"\n"), "{out}");
+}

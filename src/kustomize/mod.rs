@@ -253,7 +253,26 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
             }
         }
         // kustomize rewrites annotations on the way out (removing its build
-        // annotations) and drops the field when nothing is left.
+        // annotations, through a map of strings: a value a patch made a
+        // boolean or a number comes out as its text) and drops the field
+        // when nothing is left.
+        if let Some(Value::Map(ann)) = r
+            .obj
+            .get_mut("metadata")
+            .and_then(|m| m.get_mut("annotations"))
+        {
+            for v in ann.values_mut() {
+                match v {
+                    Value::Bool(_) | Value::Int(_) | Value::UInt(_) | Value::Float(_) => {
+                        *v = Value::String(fieldpath::scalar_text(v));
+                    }
+                    // only a patch makes one (a null read from a file keeps
+                    // its text): JSON's null
+                    Value::Null => *v = Value::String("null".into()),
+                    _ => {}
+                }
+            }
+        }
         if let Some(meta) = r.obj.get_mut("metadata").and_then(Value::as_map_mut)
             && meta
                 .get("annotations")

@@ -403,14 +403,57 @@ pub fn apply_patch_entry(
     }
 }
 
+/// An annotation present only while a JSON patch runs (see
+/// [`json_patch_resource`]).
+const PATCHING_ANNOTATION: &str = "internal.config.kubernetes.io/krmsync-patching";
+
+/// Applies JSON patch operations to one resource as kustomize does: while
+/// patches run, kustomize's resources carry its internal annotations, so
+/// `/metadata/annotations` always exists (adding `/metadata/annotations/x`
+/// to a resource without annotations works, and a `test` of the whole map
+/// against the user's annotations fails), while `/metadata/labels` exists
+/// only when the resource has labels. A stand-in annotation plays that part
+/// and is removed afterwards, with the map when it is left empty and the
+/// resource had none.
+fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
+    let had_annotations = r
+        .obj
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .is_some();
+    if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
+        let annotations = meta
+            .entry("annotations".to_string())
+            .or_insert_with(|| Value::Map(Default::default()));
+        if let Value::Map(a) = annotations {
+            a.insert(
+                PATCHING_ANNOTATION.to_string(),
+                Value::String(String::new()),
+            );
+        }
+    }
+    let result = apply_json6902(&mut r.obj, ops);
+    if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
+        let empty = match meta.get_mut("annotations") {
+            Some(Value::Map(a)) => {
+                a.shift_remove(PATCHING_ANNOTATION);
+                a.is_empty()
+            }
+            _ => false,
+        };
+        if empty && !had_annotations {
+            meta.shift_remove("annotations");
+        }
+    }
+    result.map_err(|e| Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0)))
+}
+
 fn apply_json_ops(m: &mut ResMap, target: &Selector, ops: &Value, schema: &Schema) -> Result<()> {
     let hits = select(m, target, schema)?;
     for i in hits {
         m.modify(i, |r| {
             r.store_previous_id(schema);
-            apply_json6902(&mut r.obj, ops).map_err(|e| {
-                Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
-            })
+            json_patch_resource(r, ops)
         })
         .unwrap_or(Ok(()))?;
     }
@@ -433,6 +476,9 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
     let target = Selector::from_value(t, "patchesJson6902.target").map_err(Error::invalid)?;
     let schema = Schema::builtin();
     let hits = select(m, &target, &schema)?;
+    // the legacy field runs on resources without kustomize's internal
+    // annotations: here `/metadata/annotations` exists only when the
+    // resource has annotations (kustomize 5.5 fails on such an add too)
     for i in hits {
         m.modify(i, |r| {
             apply_json6902(&mut r.obj, &ops).map_err(|e| {
