@@ -570,3 +570,109 @@ fn annotation_values_set_by_patches_come_out_as_strings() {
     );
     assert!(out.contains("    x: \"true\"\n"), "{out}");
 }
+
+const VA_HEAD: &str = "apiVersion: builtin\nkind: ValueAddTransformer\nmetadata:\n  name: va\n";
+
+fn value_add(config: &str, extra: &[(&str, &str)]) -> Result<String, krmsync::kustomize::Error> {
+    let mut files = vec![
+        (
+            "/app/kustomization.yaml",
+            "resources: [cm.yaml, rb.yaml, ns.yaml]\ntransformers: [va.yaml]\n".to_string(),
+        ),
+        (
+            "/app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  rel: a/nice/warm/pie\n  abs: /raw\n".to_string(),
+        ),
+        (
+            "/app/rb.yaml",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: rb\n  namespace: old\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: r}\nsubjects:\n- kind: ServiceAccount\n  name: default\n  namespace: old\n- kind: ServiceAccount\n  name: other\n  namespace: old\n".to_string(),
+        ),
+        ("/app/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n".to_string()),
+        ("/app/va.yaml", format!("{VA_HEAD}{config}")),
+    ];
+    files.extend(extra.iter().map(|(p, c)| (*p, c.to_string())));
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
+    render(&refs, "/app")
+}
+
+// Rule (plugin/builtin/valueaddtransformer): `metadata/namespace` targets
+// go through the namespace transformer (namespaced kinds only, RoleBinding
+// subjects named `default`, filePathPosition ignored); other field paths
+// are created when missing, must be scalars, and filePathPosition > 0
+// inserts the value as that path segment (past the end: appended; a
+// leading `/` stays). The value is trimmed, defaults to the kustomization
+// directory's name; `targetFilePath` adds targets from a file.
+#[test]
+fn value_add_transformer_follows_kustomize() {
+    let out = value_add(
+        "value: PEACH\ntargets:\n- fieldPath: metadata/namespace\n  filePathPosition: 2\n",
+        &[],
+    )
+    .unwrap();
+    assert!(
+        out.contains("kind: Namespace\nmetadata:\n  name: \"n\"\n---"),
+        "cluster-scoped untouched:\n{out}"
+    );
+    assert!(out.contains("  name: c\n  namespace: PEACH\n"), "{out}");
+    assert!(
+        out.contains("- kind: ServiceAccount\n  name: default\n  namespace: PEACH\n- kind: ServiceAccount\n  name: other\n  namespace: old\n"),
+        "{out}"
+    );
+    assert!(out.contains("  name: rb\n  namespace: PEACH\n"), "{out}");
+
+    for (pos, rel, abs) in [
+        (1, "PEACH/a/nice/warm/pie", "/PEACH/raw"),
+        (4, "a/nice/warm/PEACH/pie", "/raw/PEACH"),
+        (99, "a/nice/warm/pie/PEACH", "/raw/PEACH"),
+    ] {
+        let cfg = format!(
+            "value: '  PEACH '\ntargets:\n- selector: {{kind: ConfigMap}}\n  fieldPath: data/rel\n  filePathPosition: {pos}\n- selector: {{kind: ConfigMap}}\n  fieldPath: data/abs\n  filePathPosition: {pos}\n"
+        );
+        let out = value_add(&cfg, &[]).unwrap();
+        assert!(out.contains(&format!("  rel: {rel}\n")), "{pos}: {out}");
+        assert!(out.contains(&format!("  abs: {abs}\n")), "{pos}: {out}");
+        assert!(
+            !out.contains("namespace: PEACH"),
+            "selector respected: {out}"
+        );
+    }
+    // a missing field is created; no value: the directory's name
+    let out = value_add(
+        "targets:\n- selector: {kind: ConfigMap}\n  fieldPath: data/new\n",
+        &[],
+    )
+    .unwrap();
+    assert!(out.contains("  new: app\n"), "{out}");
+    // targets from a file
+    let out = value_add(
+        "value: PEACH\ntargetFilePath: t.yaml\n",
+        &[(
+            "/app/t.yaml",
+            "targets:\n- selector: {kind: ConfigMap}\n  fieldPath: data/fromfile\n",
+        )],
+    )
+    .unwrap();
+    assert!(out.contains("  fromfile: PEACH\n"), "{out}");
+
+    for (cfg, msg) in [
+        (
+            "value: PEACH\n",
+            "fails configuration: must specify at least one target",
+        ),
+        (
+            "value: PEACH\ntargets:\n- selector: {kind: ConfigMap}\n",
+            "fails configuration: fieldPath cannot be empty",
+        ),
+        (
+            "value: PEACH\ntargets:\n- fieldPath: data/rel\n  filePathPosition: -1\n",
+            "fails configuration: value of FilePathPosition (-1) cannot be negative",
+        ),
+        (
+            "value: PEACH\ntargets:\n- selector: {kind: RoleBinding}\n  fieldPath: subjects\n",
+            "is not a scalar",
+        ),
+    ] {
+        let e = value_add(cfg, &[]).unwrap_err().to_string();
+        assert!(e.contains(msg), "{cfg}: {e}");
+    }
+}

@@ -399,7 +399,7 @@ fn run_builtin_transformer(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            value_add(m, obj, &default, &schema)
+            value_add(&t.loader, m, obj, &default, &schema)
         }
         other => Err(Error::invalid(format!(
             "builtin {other} is a generator, not a transformer"
@@ -407,63 +407,167 @@ fn run_builtin_transformer(
     }
 }
 
-/// ValueAddTransformer (alpha): writes `value` into `targets[].fieldPath`
-/// of the selected resources.
+/// One target of a ValueAddTransformer.
+struct ValueAddTarget {
+    selector: Option<super::selector::Selector>,
+    field_path: String,
+    file_path_position: i64,
+}
+
+/// The targets of a ValueAddTransformer config (`targets`, then those of
+/// `targetFilePath`), checked as kustomize checks them.
+fn value_add_targets(
+    loader: &Loader,
+    obj: &Value,
+) -> std::result::Result<Vec<ValueAddTarget>, String> {
+    let mut raw: Vec<Value> = field(obj, "targets")
+        .and_then(Value::as_seq)
+        .cloned()
+        .unwrap_or_default();
+    let file = s(field(obj, "targetFilePath"));
+    if !file.is_empty() {
+        let text = loader.read_string(&file).map_err(|e| e.to_string())?;
+        let doc = super::yaml::parse_documents(&text)
+            .map_err(|e| format!("{file}: {}", e.message))?
+            .into_iter()
+            .next()
+            .unwrap_or(Value::Null);
+        raw.extend(
+            field(&doc, "targets")
+                .and_then(Value::as_seq)
+                .cloned()
+                .unwrap_or_default(),
+        );
+    }
+    if raw.is_empty() {
+        return Err("must specify at least one target".into());
+    }
+    raw.iter()
+        .map(|t| {
+            let selector = field(t, "selector")
+                .filter(|v| !v.is_null())
+                .map(|v| {
+                    super::selector::Selector::from_value(v, "ValueAddTransformer.targets.selector")
+                })
+                .transpose()?;
+            let field_path = s(field(t, "fieldPath"));
+            if field_path.is_empty() {
+                return Err("fieldPath cannot be empty".to_string());
+            }
+            let file_path_position = field(t, "filePathPosition")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if file_path_position < 0 {
+                return Err(format!(
+                    "value of FilePathPosition ({file_path_position}) cannot be negative"
+                ));
+            }
+            Ok(ValueAddTarget {
+                selector,
+                field_path,
+                file_path_position,
+            })
+        })
+        .collect()
+}
+
+/// `value` inserted as path segment `pos` (1-based) of `old`, kustomize's
+/// `InsertPathPart`: a position past the end appends, a leading `/` stays.
+fn insert_path_part(old: &str, pos: usize, value: &str) -> String {
+    if old.is_empty() {
+        return value.to_string();
+    }
+    let absolute = old.starts_with('/');
+    let mut parts: Vec<&str> = old.split('/').filter(|p| !p.is_empty()).collect();
+    let at = pos.min(parts.len());
+    parts.insert(at, value);
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
+/// ValueAddTransformer (alpha; kustomize's plugin/builtin/valueaddtransformer):
+/// writes `value` (trimmed; default: the kustomization directory's name)
+/// into `targets[].fieldPath` of the resources each target's selector picks
+/// (all without one). `metadata/namespace` is set like the namespace
+/// transformer does (namespaced kinds only, RoleBinding subjects named
+/// `default` too); any other path is created when missing and must be a
+/// scalar; `filePathPosition` > 0 inserts the value as that segment of the
+/// path already there.
 fn value_add(
+    loader: &Loader,
     m: &mut ResMap,
     obj: &Value,
     default: &str,
     schema: &super::openapi::Schema,
 ) -> Result<()> {
-    let value = match field(obj, "value") {
-        Some(v) if !v.is_null() => s(Some(v)),
-        _ => default.to_string(),
+    let config_id = {
+        let api = s(field(obj, "apiVersion"));
+        let gvk = super::resid::Gvk::from_api_version(&api, &s(field(obj, "kind")));
+        ResId::new(
+            gvk,
+            &s(obj.get_path(&["metadata", "name"])),
+            &s(obj.get_path(&["metadata", "namespace"])),
+        )
     };
-    let Some(targets) = field(obj, "targets").and_then(Value::as_seq) else {
-        return Ok(());
+    let value = match s(field(obj, "value")).trim() {
+        "" => default.to_string(),
+        v => v.to_string(),
     };
-    for tgt in targets {
-        let sel = match field(tgt, "selector") {
-            Some(v) => {
-                super::selector::Selector::from_value(v, "ValueAddTransformer.targets.selector")
-                    .map_err(Error::invalid)?
-            }
-            None => Default::default(),
+    let targets = value_add_targets(loader, obj)
+        .map_err(|e| Error::invalid(format!("plugin {config_id} fails configuration: {e}")))?;
+    for t in &targets {
+        let hits: Vec<usize> = match &t.selector {
+            None => (0..m.resources().len()).collect(),
+            Some(sel) => patches::select(m, sel, schema)?,
         };
-        let field_path = {
-            let fp = s(field(tgt, "fieldPath"));
-            if fp.is_empty() {
-                "metadata/namespace".to_string()
-            } else {
-                fp
+        if t.field_path == "metadata/namespace" {
+            // the namespace transformer, on the selected resources only
+            let mut picked = ResMap::new();
+            for &i in &hits {
+                picked.append(m.resources()[i].clone())?;
             }
-        };
-        let pos = field(tgt, "filePathPosition")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        let spec = FieldSpec::new(Default::default(), &field_path, true);
-        for i in patches::select(m, &sel, schema)? {
-            if let Some(r) = m.resources_mut().get_mut(i) {
-                super::fieldspec::walk(
-                    &mut r.obj,
-                    &spec,
-                    super::fieldspec::Leaf::Scalar,
-                    &mut |v| {
-                        let new = if pos > 0 {
-                            let old = v.as_str().unwrap_or("").to_string();
-                            let mut parts: Vec<String> =
-                                old.split('/').map(str::to_string).collect();
-                            let idx = (pos as usize).saturating_sub(1).min(parts.len());
-                            parts.insert(idx, value.clone());
-                            parts.join("/")
-                        } else {
-                            value.clone()
-                        };
-                        *v = Value::String(new);
-                        Ok(())
-                    },
-                )?;
+            transform::namespace(
+                &mut picked,
+                &value,
+                &[],
+                false,
+                SubjectMode::DefaultOnly,
+                schema,
+            )?;
+            for (&i, r) in hits.iter().zip(picked.resources_mut().drain(..)) {
+                m.resources_mut()[i] = r;
             }
+            continue;
+        }
+        let spec = FieldSpec::new(Default::default(), &t.field_path, true);
+        for &i in &hits {
+            let r = &mut m.resources_mut()[i];
+            let id = r.cur_id();
+            super::fieldspec::walk(
+                &mut r.obj,
+                &spec,
+                super::fieldspec::Leaf::Scalar,
+                &mut |v| {
+                    if matches!(v, Value::Map(_) | Value::Seq(_)) {
+                        return Err(Error::invalid(format!(
+                            "field '{}' of {id} is not a scalar",
+                            t.field_path
+                        )));
+                    }
+                    let new = if t.file_path_position > 0 {
+                        let old = super::fieldpath::scalar_text(v);
+                        insert_path_part(&old, (t.file_path_position - 1) as usize, &value)
+                    } else {
+                        value.clone()
+                    };
+                    *v = Value::String(new);
+                    Ok(())
+                },
+            )?;
         }
     }
     Ok(())
