@@ -15,6 +15,15 @@ fn krmsync() -> Command {
     c
 }
 
+/// `krmsync build app --trusted-catalog app/catalog.yaml` in `dir`.
+fn build_trusted(dir: &Path) -> Output {
+    krmsync()
+        .current_dir(dir)
+        .args(["build", "app", "--trusted-catalog", "app/catalog.yaml"])
+        .output()
+        .unwrap()
+}
+
 fn sha(data: &[u8]) -> String {
     format!("{:x}", Sha256::digest(data))
 }
@@ -95,11 +104,7 @@ fn a_function_resolved_through_a_trusted_catalog_runs() {
     let script = generator_script(None);
     let app = app(&d, &script, &sha(script.as_bytes()));
     // no --enable-alpha-plugins / --enable-exec: trusting the catalog is the opt-in
-    let out = krmsync()
-        .current_dir(&d)
-        .args(["build", "app", "--trusted-catalog", "app/catalog.yaml"])
-        .output()
-        .unwrap();
+    let out = build_trusted(&d);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
@@ -241,11 +246,7 @@ fn remote_catalogs_and_unknown_kinds_are_errors() {
         &app.join("greeter.yaml"),
         "apiVersion: example.com/v1\nkind: Stranger\nmetadata:\n  name: s\n",
     );
-    let out = krmsync()
-        .current_dir(&d)
-        .args(["build", "app", "--trusted-catalog", "app/catalog.yaml"])
-        .output()
-        .unwrap();
+    let out = build_trusted(&d);
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
     assert!(
@@ -566,11 +567,7 @@ fn catalog_transformers_run_while_annotated_exec_functions_still_need_the_flags(
         &app.join("kustomization.yaml"),
         "catalogs: [catalog.yaml]\nresources: [cm.yaml]\ntransformers: [labeler.yaml]\n",
     );
-    let out = krmsync()
-        .current_dir(&d)
-        .args(["build", "app", "--trusted-catalog", "app/catalog.yaml"])
-        .output()
-        .unwrap();
+    let out = build_trusted(&d);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("labelled-by: catalog"), "{stdout}");
@@ -578,11 +575,7 @@ fn catalog_transformers_run_while_annotated_exec_functions_still_need_the_flags(
         &app.join("kustomization.yaml"),
         "catalogs: [catalog.yaml]\nresources: [cm.yaml]\ntransformers: [labeler.yaml, annotated.yaml]\n",
     );
-    let out = krmsync()
-        .current_dir(&d)
-        .args(["build", "app", "--trusted-catalog", "app/catalog.yaml"])
-        .output()
-        .unwrap();
+    let out = build_trusted(&d);
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
     assert!(
