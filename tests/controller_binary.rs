@@ -49,6 +49,16 @@ async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// Waits until Kustomization `site` is Ready=True.
+async fn wait_site_ready(fake: &FakeApi) {
+    wait_for("the Kustomization to be Ready", || {
+        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "site")
+            .and_then(|k| ready(&k))
+            .is_some_and(|(s, _)| s == "True")
+    })
+    .await;
+}
+
 fn ready(k: &Value) -> Option<(String, String)> {
     k["status"]["conditions"]
         .as_array()?
@@ -125,12 +135,7 @@ async fn controller_binary_reconciles_serves_metrics_and_shuts_down() {
         .unwrap();
     let mut ctl = Controller(child);
 
-    wait_for("the Kustomization to be Ready", || {
-        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "site")
-            .and_then(|k| ready(&k))
-            .is_some_and(|(s, _)| s == "True")
-    })
-    .await;
+    wait_site_ready(&fake).await;
     let cm = fake
         .get("v1", "ConfigMap", Some(NS), "settings")
         .expect("applied");
@@ -278,12 +283,7 @@ async fn kustomizations_wait_for_the_catalog_cache_and_plain_logs_have_no_colour
         .spawn()
         .unwrap();
     let mut ctl = Controller(child);
-    wait_for("the Kustomization to be Ready", || {
-        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "site")
-            .and_then(|k| ready(&k))
-            .is_some_and(|(s, _)| s == "True")
-    })
-    .await;
+    wait_site_ready(&fake).await;
     let catalog_not_found = fake.requests().into_iter().any(|r| {
         r.body
             .as_ref()

@@ -51,8 +51,7 @@ pub fn owner_label_value(name: &str) -> String {
     if name.len() <= 63 {
         return name.to_string();
     }
-    use sha2::Digest;
-    let hash = format!("{:x}", sha2::Sha256::digest(name.as_bytes()));
+    let hash = crate::source::sha256_hex(name.as_bytes());
     let prefix: String = name.chars().take(46).collect();
     let prefix = prefix.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
     format!("{prefix}-{}", &hash[..16])

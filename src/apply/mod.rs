@@ -251,23 +251,7 @@ impl Plan {
 
     /// Objects owned by other Kustomizations.
     pub fn foreign(&self) -> Vec<ForeignObject> {
-        self.items
-            .iter()
-            .filter_map(|p| match &p.live {
-                Live::Foreign {
-                    owner_namespace,
-                    owner_name,
-                    handed_over,
-                } => Some(ForeignObject {
-                    object: p.oref.to_string(),
-                    owner_namespace: owner_namespace.clone(),
-                    owner_name: owner_name.clone(),
-                    adopt: asks_adoption(&p.obj),
-                    handed_over: *handed_over,
-                }),
-                _ => None,
-            })
-            .collect()
+        self.items.iter().filter_map(foreign_of).collect()
     }
 
     /// Removes the objects that another Kustomization took over explicitly
@@ -288,15 +272,10 @@ impl Plan {
             _ => false,
         };
         let gone: Vec<ForeignObject> = self
-            .foreign()
-            .into_iter()
-            .zip(
-                self.items
-                    .iter()
-                    .filter(|p| matches!(p.live, Live::Foreign { .. })),
-            )
-            .filter(|(_, p)| taken(p))
-            .map(|(f, _)| f)
+            .items
+            .iter()
+            .filter(|p| taken(p))
+            .filter_map(foreign_of)
             .collect();
         self.items.retain(|p| !taken(p));
         gone
@@ -304,26 +283,16 @@ impl Plan {
 
     /// The Kustomizations (namespace, name) owning objects of the plan.
     pub fn foreign_owners(&self) -> BTreeSet<(String, String)> {
-        self.foreign()
-            .into_iter()
-            .map(|f| (f.owner_namespace, f.owner_name))
-            .collect()
-    }
-
-    /// Number of objects.
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
-    /// What the cluster held for each object, in plan order.
-    pub fn observed(&self) -> Vec<(ObjectRef, Live)> {
         self.items
             .iter()
-            .map(|p| (p.oref.clone(), p.live.clone()))
+            .filter_map(|p| match &p.live {
+                Live::Foreign {
+                    owner_namespace,
+                    owner_name,
+                    ..
+                } => Some((owner_namespace.clone(), owner_name.clone())),
+                _ => None,
+            })
             .collect()
     }
 }
@@ -354,9 +323,25 @@ impl AppliedMemory {
 
 /// sha256 of an object's JSON.
 fn config_hash(obj: &Value) -> String {
-    use sha2::Digest;
-    let bytes = serde_json::to_vec(obj).unwrap_or_default();
-    format!("{:x}", sha2::Sha256::digest(&bytes))
+    crate::source::sha256_hex(&serde_json::to_vec(obj).unwrap_or_default())
+}
+
+/// The planned object as a [`ForeignObject`], when another Kustomization owns it.
+fn foreign_of(p: &Planned) -> Option<ForeignObject> {
+    match &p.live {
+        Live::Foreign {
+            owner_namespace,
+            owner_name,
+            handed_over,
+        } => Some(ForeignObject {
+            object: p.oref.to_string(),
+            owner_namespace: owner_namespace.clone(),
+            owner_name: owner_name.clone(),
+            adopt: asks_adoption(&p.obj),
+            handed_over: *handed_over,
+        }),
+        _ => None,
+    }
 }
 
 /// Why an apply or prune failed. Each message names the object (or the
@@ -458,33 +443,34 @@ struct Planned {
 /// Server-side applies in flight at once within a phase.
 pub const APPLY_CONCURRENCY: usize = 8;
 
-/// Runs `jobs` with at most [`APPLY_CONCURRENCY`] in flight. After the first
-/// error no further job starts (each sees the stop flag), but every job that
-/// started runs to completion: nothing is abandoned mid-request. Returns the
-/// successful results in input order, or the first error.
-async fn run_all<T, F>(jobs: Vec<F>, stop: &AtomicBool) -> Result<Vec<T>, ApplyError>
+/// Runs `jobs` (lazy futures) with at most [`APPLY_CONCURRENCY`] in flight.
+/// After the first error no further job starts, but every job that started
+/// runs to completion: nothing is abandoned mid-request. Returns the
+/// results in input order, or the first error.
+async fn run_all<T, F>(jobs: Vec<F>) -> Result<Vec<T>, ApplyError>
 where
-    F: std::future::Future<Output = Option<Result<T, ApplyError>>>,
+    F: std::future::Future<Output = Result<T, ApplyError>>,
 {
-    let results: Vec<Option<Result<T, ApplyError>>> = futures::stream::iter(jobs)
+    let stop = AtomicBool::new(false);
+    let stop = &stop;
+    let guarded: Vec<_> = jobs
+        .into_iter()
+        .map(|job| async move {
+            if stop.load(Ordering::SeqCst) {
+                return None;
+            }
+            let r = job.await;
+            if r.is_err() {
+                stop.store(true, Ordering::SeqCst);
+            }
+            Some(r)
+        })
+        .collect();
+    let results: Vec<Option<Result<T, ApplyError>>> = futures::stream::iter(guarded)
         .buffered(APPLY_CONCURRENCY)
         .collect()
         .await;
-    let mut out = Vec::with_capacity(results.len());
-    let mut first_err = None;
-    for r in results.into_iter().flatten() {
-        match r {
-            Ok(v) => out.push(v),
-            Err(e) => {
-                stop.store(true, Ordering::SeqCst);
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(out),
-    }
+    results.into_iter().flatten().collect()
 }
 
 /// Applies and prunes through one client (possibly impersonating).
@@ -584,7 +570,8 @@ impl Applier {
             .filter(|p| !unchanged.contains(&p.oref.entry().id))
             .partition(|p| dry_now(p));
         unchanged.extend(self.dry_run(&now, opts).await?);
-        let later: Vec<Planned> = later.into_iter().cloned().collect();
+        // dry-run once the first phase created their namespaces and kinds
+        let deferred: HashSet<String> = later.iter().map(|p| p.oref.entry().id).collect();
 
         let (first, rest): (Vec<Planned>, Vec<Planned>) = items
             .into_iter()
@@ -612,8 +599,6 @@ impl Applier {
                 p.resource = Some(self.await_discovery(&p.oref, deadline).await?);
             }
         }
-        // what could not be dry-run before the first phase can be now
-        let deferred: HashSet<String> = later.iter().map(|p| p.oref.entry().id).collect();
         let deferred: Vec<&Planned> = rest
             .iter()
             .filter(|p| deferred.contains(&p.oref.entry().id))
@@ -836,19 +821,12 @@ impl Applier {
             .into_iter()
             .filter(|i| !listed_all.contains(i) || matches!(items[*i].live, Live::Ours { .. }))
             .collect();
-        let stop = AtomicBool::new(false);
         let mut jobs = Vec::with_capacity(unknown.len());
         for &i in &unknown {
             let p = &items[i];
-            let stop = &stop;
-            jobs.push(async move {
-                if stop.load(Ordering::SeqCst) {
-                    return None;
-                }
-                Some(self.get_live(p, opts).await.map(|l| (i, l)))
-            });
+            jobs.push(async move { self.get_live(p, opts).await.map(|l| (i, l)) });
         }
-        for (i, (live, current)) in run_all(jobs, &stop).await? {
+        for (i, (live, current)) in run_all(jobs).await? {
             items[i].live = live;
             items[i].current = current;
         }
@@ -959,16 +937,11 @@ impl Applier {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(id, (hash, rv));
         };
-        let stop = AtomicBool::new(false);
         // collected first: a lazy iterator of borrowing futures would make
         // the stream's Send bound unprovable for the controller's task
         let mut jobs = Vec::with_capacity(phase.len());
         for p in phase {
-            let stop = &stop;
             jobs.push(async move {
-                if stop.load(Ordering::SeqCst) {
-                    return None;
-                }
                 if unchanged.contains(&p.oref.entry().id)
                     && let Live::Ours {
                         resource_version, ..
@@ -979,26 +952,19 @@ impl Applier {
                         config_hash(&p.obj),
                         resource_version.clone(),
                     );
-                    return Some(Ok(AppliedObject {
+                    return Ok(AppliedObject {
                         entry: p.oref.entry(),
                         display: p.oref.display(),
                         action: Action::Unchanged,
                         adopted: false,
-                    }));
+                    });
                 }
-                match self.apply_one(p, opts).await {
-                    Ok((applied, hash, rv)) => {
-                        record(p.oref.entry().id, hash, rv);
-                        Some(Ok(applied))
-                    }
-                    Err(e) => {
-                        stop.store(true, Ordering::SeqCst);
-                        Some(Err(e))
-                    }
-                }
+                let (applied, hash, rv) = self.apply_one(p, opts).await?;
+                record(p.oref.entry().id, hash, rv);
+                Ok(applied)
             });
         }
-        run_all(jobs, &stop).await
+        run_all(jobs).await
     }
 
     /// Applies one object; returns it with the hash of the configuration

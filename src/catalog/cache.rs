@@ -6,12 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
-/// Lower-case hex sha256 of bytes.
-pub fn sha256_hex(data: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(data))
-}
+pub use crate::source::sha256_hex;
 
 /// The hex of a catalog pin (`sha256:<hex>` or `<hex>`), lower-cased.
 pub fn pin_hex(pin: &str) -> String {

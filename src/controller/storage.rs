@@ -17,7 +17,6 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
-use sha2::{Digest, Sha256};
 
 use crate::api::{Kustomization, kustomization::RenderedRef, owner_label_value};
 
@@ -51,10 +50,7 @@ pub fn digest(text: &str) -> String {
     format!("sha256:{}", sha256_hex(text.as_bytes()))
 }
 
-/// Lower-case hex sha256 of bytes.
-pub fn sha256_hex(data: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(data))
-}
+pub use crate::source::sha256_hex;
 
 fn short(digest: &str) -> &str {
     let hex = digest.strip_prefix("sha256:").unwrap_or(digest);

@@ -525,21 +525,16 @@ fn value_add(
             Some(sel) => patches::select(m, sel, schema)?,
         };
         if t.field_path == "metadata/namespace" {
-            // the namespace transformer, on the selected resources only
-            let mut picked = ResMap::new();
+            // kustomize's namespace filter, on the selected resources only
             for &i in &hits {
-                picked.append(m.resources()[i].clone())?;
-            }
-            transform::namespace(
-                &mut picked,
-                &value,
-                &[],
-                false,
-                SubjectMode::DefaultOnly,
-                schema,
-            )?;
-            for (&i, r) in hits.iter().zip(picked.resources_mut().drain(..)) {
-                m.resources_mut()[i] = r;
+                transform::namespace_resource(
+                    &mut m.resources_mut()[i],
+                    &value,
+                    &[],
+                    false,
+                    SubjectMode::DefaultOnly,
+                    schema,
+                )?;
             }
             continue;
         }

@@ -119,65 +119,7 @@ pub fn namespace(
         return Ok(());
     }
     for r in m.resources_mut().iter_mut() {
-        if r.obj.as_map().is_none_or(|mm| mm.is_empty()) {
-            continue;
-        }
-        r.store_previous_id(schema);
-        let gvk = r.gvk();
-        if schema.is_namespaced(&gvk.api_version(), &gvk.kind) {
-            let meta = r
-                .obj
-                .ensure_map_path(&["metadata"])
-                .ok_or_else(|| Error::invalid("metadata is not a map"))?;
-            let slot = meta.entry("namespace".to_string()).or_insert(Value::Null);
-            set_ns_value(slot, ns, unset_only);
-        }
-        let is_binding = gvk.kind == "RoleBinding" || gvk.kind == "ClusterRoleBinding";
-        if is_binding
-            && subjects != SubjectMode::None
-            && let Some(Value::Seq(subs)) = r.obj.get_mut("subjects")
-        {
-            for s in subs.iter_mut() {
-                let Some(sm) = s.as_map_mut() else { continue };
-                let hit = match subjects {
-                    SubjectMode::DefaultOnly => {
-                        sm.get("name").and_then(Value::as_str) == Some("default")
-                    }
-                    SubjectMode::AllServiceAccounts => {
-                        sm.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
-                    }
-                    SubjectMode::None => false,
-                };
-                if hit {
-                    let slot = sm.entry("namespace".to_string()).or_insert(Value::Null);
-                    set_ns_value(slot, ns, unset_only);
-                }
-            }
-        }
-        for fs in specs {
-            // metadata/namespace is handled above; metadata/name (Namespace
-            // objects) only for core `v1` objects, as kustomize does.
-            if fs.path == "metadata/namespace"
-                || (fs.path == "metadata/name" && gvk.api_version() != "v1")
-                || (is_binding
-                    && fs.path == "subjects/namespace"
-                    && (fs.gvk.kind == "RoleBinding" || fs.gvk.kind == "ClusterRoleBinding"))
-                || !fs.applies_to(&gvk)
-            {
-                continue;
-            }
-            let id = r.cur_id();
-            walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
-                if matches!(v, Value::Map(_) | Value::Seq(_)) {
-                    return Err(Error::invalid(format!(
-                        "namespace field specs must target scalar nodes: considering field '{}' of object {id}",
-                        fs.path
-                    )));
-                }
-                set_ns_value(v, ns, unset_only);
-                Ok(())
-            })?;
-        }
+        namespace_resource(r, ns, specs, unset_only, subjects, schema)?;
     }
     let mut seen = std::collections::HashSet::new();
     for r in m.resources() {
@@ -192,6 +134,78 @@ pub fn namespace(
                 "namespace transformation produces ID conflict: {id}"
             )));
         }
+    }
+    Ok(())
+}
+
+/// The namespace transformation of one resource (kustomize's
+/// `namespace.Filter`), without the ID-conflict check of the whole set.
+pub fn namespace_resource(
+    r: &mut Resource,
+    ns: &str,
+    specs: &[FieldSpec],
+    unset_only: bool,
+    subjects: SubjectMode,
+    schema: &Schema,
+) -> Result<()> {
+    if r.obj.as_map().is_none_or(|mm| mm.is_empty()) {
+        return Ok(());
+    }
+    r.store_previous_id(schema);
+    let gvk = r.gvk();
+    if schema.is_namespaced(&gvk.api_version(), &gvk.kind) {
+        let meta = r
+            .obj
+            .ensure_map_path(&["metadata"])
+            .ok_or_else(|| Error::invalid("metadata is not a map"))?;
+        let slot = meta.entry("namespace".to_string()).or_insert(Value::Null);
+        set_ns_value(slot, ns, unset_only);
+    }
+    let is_binding = gvk.kind == "RoleBinding" || gvk.kind == "ClusterRoleBinding";
+    if is_binding
+        && subjects != SubjectMode::None
+        && let Some(Value::Seq(subs)) = r.obj.get_mut("subjects")
+    {
+        for s in subs.iter_mut() {
+            let Some(sm) = s.as_map_mut() else { continue };
+            let hit = match subjects {
+                SubjectMode::DefaultOnly => {
+                    sm.get("name").and_then(Value::as_str) == Some("default")
+                }
+                SubjectMode::AllServiceAccounts => {
+                    sm.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
+                }
+                SubjectMode::None => false,
+            };
+            if hit {
+                let slot = sm.entry("namespace".to_string()).or_insert(Value::Null);
+                set_ns_value(slot, ns, unset_only);
+            }
+        }
+    }
+    for fs in specs {
+        // metadata/namespace is handled above; metadata/name (Namespace
+        // objects) only for core `v1` objects, as kustomize does.
+        if fs.path == "metadata/namespace"
+            || (fs.path == "metadata/name" && gvk.api_version() != "v1")
+            || (is_binding
+                && fs.path == "subjects/namespace"
+                && (fs.gvk.kind == "RoleBinding" || fs.gvk.kind == "ClusterRoleBinding"))
+            || !fs.applies_to(&gvk)
+        {
+            continue;
+        }
+        let id = r.cur_id();
+        walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
+            if matches!(v, Value::Map(_) | Value::Seq(_)) {
+                return Err(Error::invalid(format!(
+                    "namespace field specs must target scalar nodes: considering field '{}' of object {id}",
+                    fs.path
+                )));
+            }
+            set_ns_value(v, ns, unset_only);
+            Ok(())
+        })?;
     }
     Ok(())
 }

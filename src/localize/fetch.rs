@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
+use crate::source::sha256_hex;
 
 use super::url::Mirrors;
 use crate::source::{Cancel, GitAuth, GitReference, Limits, Workspace, fetch_git};
@@ -145,20 +145,13 @@ impl Drop for TempDir {
     }
 }
 
-fn hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 impl Fetcher {
     /// `progress`: show a progress line on stderr (see [`Progress`]).
     pub fn new(mirrors: Mirrors, progress: bool) -> Result<Fetcher, String> {
         let dir = std::env::temp_dir().join(format!(
             "krmsync-localize-{}-{}",
             std::process::id(),
-            &hex(format!("{:?}", Instant::now()).as_bytes())[..12]
+            &sha256_hex(format!("{:?}", Instant::now()).as_bytes())[..12]
         ));
         let ws = Workspace::new(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -223,7 +216,10 @@ impl Fetcher {
         timeout: Option<u64>,
     ) -> Result<PathBuf, String> {
         let url = self.mirrors.apply(clone_url);
-        let key = format!("r{}", &hex(format!("{url}\0{git_ref}").as_bytes())[..24]);
+        let key = format!(
+            "r{}",
+            &sha256_hex(format!("{url}\0{git_ref}").as_bytes())[..24]
+        );
         let limits = Limits {
             allow_insecure: true,
             ..Limits::default()

@@ -265,7 +265,7 @@ mod tests {
     }
 
     fn sha(data: &[u8]) -> String {
-        hex(&Sha256::digest(data))
+        super::super::sha256_hex(data)
     }
 
     fn key_entries(ws: &Workspace, key: &str) -> Vec<String> {

@@ -139,11 +139,6 @@ impl Cancel {
             || self.inner.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
-    /// The deadline given to [`Cancel::new`].
-    pub fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline
-    }
-
     /// Resolves once the token is cancelled (immediately when it already is).
     pub async fn cancelled(&self) {
         loop {
@@ -683,10 +678,16 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Lower-case hex sha256 of `data` (the one implementation: sources,
+/// stored manifests, catalogs, localize and apply all use it).
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(data))
+}
+
 /// `sha256:<hex>` of `data`.
 pub(crate) fn sha256_revision(data: &[u8]) -> String {
-    use sha2::Digest;
-    format!("sha256:{}", hex(&sha2::Sha256::digest(data)))
+    format!("sha256:{}", sha256_hex(data))
 }
 
 /// [`Limits::default`] with `allow_insecure`, for tests against local
