@@ -496,3 +496,37 @@ async fn a_handed_over_object_whose_new_owner_is_gone_is_adopted_back() {
         "{inv:?}"
     );
 }
+
+/// A Secret someone else put at the name of the stored manifests (409 on
+/// create) is neither used nor overwritten: the reconcile reports
+/// StorageFailed.
+#[tokio::test]
+async fn a_foreign_secret_at_the_stored_manifests_name_is_refused() {
+    let h = harness().await;
+    let files = [
+        ("kustomization.yaml", kust(&["cm.yaml"])),
+        ("cm.yaml", cm("c", "1")),
+    ];
+    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    h.bundle(NS, "app", &refs);
+    // the name the controller will use: `<name>-rendered-<16 hex of the digest>-0`
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in &files {
+        std::fs::write(dir.path().join(rel), text).unwrap();
+    }
+    let out = krmsync::controller::render::render_tree(dir.path(), None, None).unwrap();
+    let hex = out.digest.trim_start_matches("sha256:");
+    let name = format!("app-rendered-{}-0", &hex[..16]);
+    h.fake.insert(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": NS}, "data": {"x": "eA=="}}));
+
+    h.kustomization(NS, "app", json!({}));
+    let (_, ready) = h.reconcile_failing(NS, "app", "StorageFailed").await;
+    assert!(
+        ready.message.contains("refusing to use it"),
+        "{}",
+        ready.message
+    );
+    let secret = h.object("v1", "Secret", Some(NS), &name).unwrap();
+    assert_eq!(secret["data"], json!({"x": "eA=="}), "left as it was");
+}
