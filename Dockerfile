@@ -21,8 +21,10 @@ WORKDIR /src
 # benches/) are not in the build context but must exist for the manifest
 # to load, so they stay as empty stubs; the image never builds them.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src e2e benches \
+RUN mkdir -p src e2e benches examples/functions \
  && echo 'fn main() {}' > src/main.rs \
+ && echo 'fn main() {}' > examples/functions/set_labels.rs \
+ && echo 'fn main() {}' > examples/functions/hello_generator.rs \
  && touch src/lib.rs e2e/main.rs benches/reconcile.rs \
  && cargo build --release --locked \
  && rm -rf src target/release/krmsync target/release/deps/krmsync-* \

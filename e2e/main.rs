@@ -16,6 +16,7 @@
 
 mod airgap;
 mod common;
+mod functions;
 mod safety;
 
 use common::*;

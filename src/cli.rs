@@ -109,6 +109,11 @@ enum Command {
         /// (comma-separated FROM=TO).
         #[arg(long = "mirror", value_name = "FROM=TO")]
         mirror: Vec<String>,
+        /// Also download the exec binaries the referenced function catalogs
+        /// pin for this platform (`os/arch`, repeatable), verified against
+        /// their sha256 and stored without the execute bit.
+        #[arg(long = "platform", value_name = "OS/ARCH")]
+        platform: Vec<String>,
         /// Print nothing on success.
         #[arg(long, short = 'q')]
         quiet: bool,
@@ -245,6 +250,25 @@ struct ControllerArgs {
         env = "KRMSYNC_ALLOW_INSECURE_SOURCES"
     )]
     allow_insecure_sources: bool,
+    /// Where exec function binaries fetched from Catalog uris are kept, by
+    /// sha256 (default: <work-dir>/.function-cache).
+    #[arg(long = "function-cache", env = "KRMSYNC_FUNCTION_CACHE")]
+    function_cache: Option<PathBuf>,
+    /// Let KRM functions whose Catalog entry asks for the network have it
+    /// (denied by default, whatever the Catalog says).
+    #[arg(long = "function-network", env = "KRMSYNC_FUNCTION_NETWORK")]
+    function_network: bool,
+    /// Refuse to run KRM functions when a sandbox protection (Landlock,
+    /// seccomp, rlimits) is missing on the node's kernel.
+    #[arg(long = "require-sandbox", env = "KRMSYNC_REQUIRE_SANDBOX")]
+    require_sandbox: bool,
+    /// Wall-clock limit of one KRM function run, in seconds.
+    #[arg(
+        long = "function-timeout",
+        env = "KRMSYNC_FUNCTION_TIMEOUT",
+        default_value_t = 120
+    )]
+    function_timeout: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -307,6 +331,10 @@ fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
 
 fn controller_command(a: ControllerArgs) -> Result<(), String> {
     init_logging(a.log_format, &a.log_level)?;
+    let function_cache = a
+        .function_cache
+        .clone()
+        .unwrap_or_else(|| a.work_dir.join(".function-cache"));
     let opts = crate::controller::run::RunOptions {
         concurrency: a.concurrency,
         metrics_addr: a.metrics_addr,
@@ -321,6 +349,16 @@ fn controller_command(a: ControllerArgs) -> Result<(), String> {
         default_service_account: a.default_service_account.filter(|s| !s.is_empty()),
         require_service_account: a.require_service_account,
         allow_insecure_sources: a.allow_insecure_sources,
+        functions: crate::controller::functions::FunctionSettings {
+            cache: Some(crate::catalog::cache::FunctionCache::new(function_cache)),
+            sandbox: crate::krm::sandbox::Sandbox {
+                allow_network: a.function_network,
+                require: a.require_sandbox,
+                ..Default::default()
+            },
+            timeout: std::time::Duration::from_secs(a.function_timeout.max(1)),
+            ..Default::default()
+        },
     };
     let rt = runtime()?;
     let result = rt.block_on(crate::controller::run::run(opts));
@@ -501,6 +539,7 @@ fn localize_command(
     scope: Option<String>,
     no_verify: bool,
     mirror: &[String],
+    platform: &[String],
     quiet: bool,
 ) -> Result<String, String> {
     if args.len() > 2 {
@@ -516,6 +555,11 @@ fn localize_command(
         no_verify,
         mirrors,
         progress: !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        platforms: platform
+            .iter()
+            .map(|p| crate::catalog::Platform::parse(p).map_err(|e| format!("--platform: {e}")))
+            .collect::<Result<_, _>>()?,
+        ssh_command: None,
     };
     match crate::localize::run(&opts) {
         Ok(o) => {
@@ -620,8 +664,11 @@ pub fn main() -> ExitCode {
             scope,
             no_verify,
             mirror,
+            platform,
             quiet,
-        } => report(localize_command(args, scope, no_verify, &mirror, quiet)),
+        } => report(localize_command(
+            args, scope, no_verify, &mirror, &platform, quiet,
+        )),
         Command::Sandbox(SandboxCommand::Status { require_sandbox }) => {
             let probe = crate::krm::sandbox::probe();
             let text = probe.report(&crate::krm::sandbox::Sandbox::default());

@@ -585,3 +585,65 @@ fn catalog_transformers_run_while_annotated_exec_functions_still_need_the_flags(
     assert!(!marker.exists());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The README walkthrough on the CLI: `examples/functions/app`, pinned as
+/// `examples/functions/pin.sh` pins it, with the example functions built
+/// with the crate; then the same tree with a binary of another build.
+#[test]
+fn the_example_functions_walkthrough_builds() {
+    let set_labels = env!("CARGO_BIN_EXE_krmsync-fn-set-labels");
+    let hello = env!("CARGO_BIN_EXE_krmsync-fn-hello-generator");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/functions");
+    let d = scratch("walkthrough");
+    let app = d.join("app");
+    std::fs::create_dir_all(app.join("bin")).unwrap();
+    for f in [
+        "kustomization.yaml",
+        "deployment.yaml",
+        "hello.yaml",
+        "labels.yaml",
+    ] {
+        std::fs::copy(examples.join("app").join(f), app.join(f)).unwrap();
+    }
+    std::fs::copy(set_labels, app.join("bin/krmsync-fn-set-labels")).unwrap();
+    std::fs::copy(hello, app.join("bin/krmsync-fn-hello-generator")).unwrap();
+    let (os, arch) = host();
+    let pin = |set_labels_sha: &str| {
+        let t = std::fs::read_to_string(examples.join("catalog.template.yaml")).unwrap();
+        write(
+            &app.join("catalog.yaml"),
+            &t.replace("@OS@", &os)
+                .replace("@ARCH@", &arch)
+                .replace("@SET_LABELS_SHA256@", set_labels_sha)
+                .replace("@HELLO_SHA256@", &sha(&std::fs::read(hello).unwrap())),
+        );
+    };
+    pin(&sha(&std::fs::read(set_labels).unwrap()));
+    let out = build_trusted(&d);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let docs: Vec<serde_json::Value> = stdout
+        .split("\n---\n")
+        .map(|d| serde_saphyr::from_str(d).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2, "{stdout}");
+    let cm = docs.iter().find(|d| d["kind"] == "ConfigMap").unwrap();
+    assert!(
+        cm["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("hello-") && n.len() == "hello-".len() + 10),
+        "{cm}"
+    );
+    assert_eq!(cm["data"]["greeting"], "Hello from a catalog function");
+    for doc in &docs {
+        assert_eq!(doc["metadata"]["labels"]["team"], "web", "{doc}");
+        assert_eq!(doc["metadata"]["labels"]["rendered-by"], "krmsync");
+    }
+    // a catalog pinning another build refuses the binary
+    pin(&sha(b"another build"));
+    let out = build_trusted(&d);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success() && stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("sha256 mismatch"), "{stderr}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -55,6 +55,8 @@ fn localized_copies_of_the_build_corpus_build_to_the_same_bytes() {
             no_verify: true,
             mirrors: Mirrors::default(),
             progress: false,
+            platforms: Vec::new(),
+            ssh_command: None,
         });
         let outcome = match result {
             Ok(o) => o,

@@ -79,10 +79,13 @@ fn run_fn(
     std::fs::write(&p, script).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     let cfg = config(cfg_extra);
+    // the spec as the engine reads it from the config's annotation
+    let spec = krmsync::kustomize::function::function_spec(&cfg)
+        .unwrap()
+        .unwrap();
+    assert!(matches!(&spec, FunctionSpec::Exec { path, .. } if path == "./fn.sh"));
     r.run_function(FunctionCall {
-        spec: &FunctionSpec::Exec {
-            path: "./fn.sh".into(),
-        },
+        spec: &spec,
         name: "test-fn",
         function_config: &cfg,
         items: items(),

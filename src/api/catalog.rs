@@ -148,8 +148,19 @@ pub struct ContainerRuntime {
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ExecRuntime {
     pub platforms: Vec<ExecPlatform>,
+    /// krmsync extension: the function needs the network. It gets it only
+    /// when the operator allows it too (`krmsync build --network`,
+    /// `krmsync controller --function-network`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_network: bool,
+    /// krmsync extension: the function's environment, `KEY=VALUE` (`KEY`
+    /// alone passes krmsync's own variable through on the CLI; refused
+    /// in-cluster). Nothing else of the environment is visible to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub envs: Vec<String>,
 }
 
 /// One executable of an exec runtime. `sha256` is required (KEP-2906); a

@@ -44,6 +44,16 @@ pub enum Reason {
     CatalogNotFound,
     CatalogNotAllowed,
     CatalogNotReady,
+    /// A KRM function that no usable Catalog of `spec.catalogs` pins (or
+    /// whose binary does not match the pin): nothing was applied.
+    FunctionNotApproved,
+    /// An approved function whose runtime is not run in-cluster (container).
+    FunctionUnsupported,
+    /// An approved exec function whose binary is neither in the bundle nor
+    /// fetchable into the controller's cache.
+    FunctionUnavailable,
+    /// A function ran and failed (its results are in the message).
+    FunctionFailed,
     ApplyFailed,
     PruneFailed,
     StorageFailed,
@@ -70,6 +80,10 @@ impl Reason {
             Reason::CatalogNotFound => "CatalogNotFound",
             Reason::CatalogNotAllowed => "CatalogNotAllowed",
             Reason::CatalogNotReady => "CatalogNotReady",
+            Reason::FunctionNotApproved => "FunctionNotApproved",
+            Reason::FunctionUnsupported => "FunctionUnsupported",
+            Reason::FunctionUnavailable => "FunctionUnavailable",
+            Reason::FunctionFailed => "FunctionFailed",
             Reason::ApplyFailed => "ApplyFailed",
             Reason::PruneFailed => "PruneFailed",
             Reason::StorageFailed => "StorageFailed",

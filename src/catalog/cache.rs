@@ -91,7 +91,11 @@ impl FunctionCache {
         let dir = self.root.join("sha256");
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let dest = dir.join(&hex);
-        let tmp = dir.join(format!(".{hex}.{}.tmp", std::process::id()));
+        // unique per store: two renders of one process may store the same
+        // digest at once
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!(".{hex}.{}.{seq}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             use std::os::unix::fs::OpenOptionsExt;
             let mut f = std::fs::OpenOptions::new()

@@ -157,18 +157,47 @@ async fn fetch_one(
     opts.cache.store(hex, &bin)
 }
 
-/// Fetches every exec binary of `doc` for `opts.platforms`.
-pub async fn fetch(doc: &CatalogDoc, opts: &FetchOptions) -> FetchReport {
-    let mut report = FetchReport::default();
-    let client = match reqwest::Client::builder()
+fn client(opts: &FetchOptions) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
         .connect_timeout(opts.connect_timeout)
         .timeout(opts.timeout)
         .redirect(reqwest::redirect::Policy::limited(5))
         .build()
-    {
+        .map_err(|e| format!("HTTP client: {e}"))
+}
+
+/// Fetches one pinned binary from its `uri` into the cache (unless it is
+/// there already), verified; returns its path in the cache. The
+/// controller's path for binaries a bundle does not carry.
+pub async fn fetch_binary(
+    p: &ExecPlatform,
+    opts: &FetchOptions,
+) -> Result<std::path::PathBuf, String> {
+    let hex = pin_hex(p.sha256.as_deref().unwrap_or(""));
+    if hex.is_empty() {
+        return Err(format!("{}: no sha256 pin; never fetched", p.uri));
+    }
+    let cached = opts.cache.path(&hex);
+    if check(&cached, &hex) == BinaryState::Verified {
+        return Ok(cached);
+    }
+    if !p.uri.contains("://") {
+        return Err(format!(
+            "uri '{}' is a relative path: the binary must be in the bundle (localize it with \
+             --platform)",
+            p.uri
+        ));
+    }
+    fetch_one(&client(opts)?, p, &hex, opts).await
+}
+
+/// Fetches every exec binary of `doc` for `opts.platforms`.
+pub async fn fetch(doc: &CatalogDoc, opts: &FetchOptions) -> FetchReport {
+    let mut report = FetchReport::default();
+    let client = match client(opts) {
         Ok(c) => c,
         Err(e) => {
-            report.errors.push(format!("HTTP client: {e}"));
+            report.errors.push(e);
             return report;
         }
     };

@@ -16,6 +16,7 @@
 //! trusted catalog before every run.
 
 pub mod cache;
+pub mod cluster;
 pub mod fetch;
 pub mod resolve;
 pub mod view;
@@ -26,8 +27,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value as Json;
 
 pub use crate::api::catalog::{
-    CatalogSpec, ContainerRuntime, ExecPlatform, FunctionRuntime, KrmFunctionDefinitionSpec,
-    KrmFunctionVersion,
+    CatalogSpec, ContainerRuntime, ExecPlatform, ExecRuntime, FunctionRuntime,
+    KrmFunctionDefinitionSpec, KrmFunctionVersion,
 };
 
 /// KEP-2906's apiVersion of a `Catalog` file.

@@ -20,11 +20,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::cache::{FunctionCache, pin_hex, sha256_hex};
-use super::{CatalogDoc, ContainerRuntime, ExecPlatform, Platform, split_api_version};
+use super::{CatalogDoc, ContainerRuntime, ExecPlatform, ExecRuntime, Platform, split_api_version};
 use crate::kustomize::function::{
-    CatalogFile, CatalogResolver, ContainerSpec, FunctionSpec, ResolvedFunction,
+    CatalogFile, CatalogLayer, CatalogResolver, ContainerSpec, FunctionSpec, ResolvedFunction,
 };
 use crate::kustomize::yaml::Value;
+use crate::kustomize::{Error, ErrorKind};
 
 /// A `--trusted-catalog` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,10 +72,10 @@ impl TrustedRef {
 /// A directory only this process writes (mode 0700), removed on drop:
 /// verified copies of binaries run from here.
 #[derive(Debug)]
-struct PrivateDir(PathBuf);
+pub(super) struct PrivateDir(PathBuf);
 
 impl PrivateDir {
-    fn new() -> Result<PrivateDir, String> {
+    pub(super) fn new() -> Result<PrivateDir, String> {
         use std::os::unix::fs::DirBuilderExt;
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
@@ -107,7 +108,7 @@ impl Drop for PrivateDir {
 
 /// Verified copies, by digest.
 #[derive(Debug, Default)]
-struct RunDir {
+pub(super) struct RunDir {
     dir: Option<PrivateDir>,
     copies: HashMap<String, PathBuf>,
 }
@@ -204,7 +205,7 @@ impl Resolver {
         if let Some(e) = &rt.exec
             && let Some(p) = e.platforms.iter().find(|p| self.platform.matches(p))
         {
-            return Ok(CatalogRuntime::Exec(p.clone()));
+            return Ok(CatalogRuntime::Exec(p.clone(), e.clone()));
         }
         if let Some(c) = &rt.container {
             return Ok(CatalogRuntime::Container(c.clone()));
@@ -245,13 +246,14 @@ impl CatalogResolver for Resolver {
 
     fn resolve(
         &self,
-        catalogs: &[CatalogFile],
+        layer: CatalogLayer<'_>,
         function_config: &Value,
-    ) -> Result<Option<Arc<dyn ResolvedFunction>>, String> {
+    ) -> Result<Option<Arc<dyn ResolvedFunction>>, Error> {
         let api = function_config.str_at(&["apiVersion"]).unwrap_or("");
         let kind = function_config.str_at(&["kind"]).unwrap_or("");
         Ok(self
-            .find(catalogs, api, kind)?
+            .find(layer.catalogs, api, kind)
+            .map_err(Error::invalid)?
             .map(|f| Arc::new(f) as Arc<dyn ResolvedFunction>))
     }
 }
@@ -259,7 +261,8 @@ impl CatalogResolver for Resolver {
 /// The runtime a catalog gives a function here.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CatalogRuntime {
-    Exec(ExecPlatform),
+    /// The binary for this platform, and the runtime it belongs to.
+    Exec(ExecPlatform, ExecRuntime),
     Container(ContainerRuntime),
 }
 
@@ -291,15 +294,46 @@ pub fn binary_candidates(
     out
 }
 
-impl CatalogFunction {
-    fn prepare_exec(&self, p: &ExecPlatform) -> Result<FunctionSpec, String> {
-        let hex = pin_hex(p.sha256.as_deref().unwrap_or(""));
-        let candidates = binary_candidates(p, &self.catalog_dir, self.cache.as_ref());
-        let Some(found) = candidates.iter().find(|c| c.is_file()) else {
-            let places: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
-            return Err(format!(
-                "the {}/{} binary '{}' (sha256:{hex}) is missing{}{}; run `krmsync catalog fetch {}` \
-                 (binaries are never downloaded during a build)",
+/// Runs the first candidate whose bytes hash to the pin, from a private
+/// copy of the verified bytes (so the file cannot be swapped between the
+/// check and the exec). Candidates with other bytes are skipped (a binary
+/// of another platform); when none matches, a mismatch is an error naming
+/// every digest found, and no file at all is `FunctionUnavailable`.
+pub(super) fn verified_exec(
+    run_dir: &Mutex<RunDir>,
+    p: &ExecPlatform,
+    candidates: &[PathBuf],
+    trust: &str,
+    missing_help: &str,
+) -> Result<PathBuf, Error> {
+    let hex = pin_hex(p.sha256.as_deref().unwrap_or(""));
+    let mut mismatches = Vec::new();
+    let mut verified = None;
+    for c in candidates.iter().filter(|c| c.is_file()) {
+        let bytes =
+            std::fs::read(c).map_err(|e| Error::io(format!("reading {}: {e}", c.display())))?;
+        let actual = sha256_hex(&bytes);
+        if actual == hex {
+            verified = Some(bytes);
+            break;
+        }
+        mismatches.push(format!(
+            "sha256 mismatch for {}: {trust} pins sha256:{hex}, the binary is sha256:{actual}",
+            c.display()
+        ));
+    }
+    let Some(bytes) = verified else {
+        if !mismatches.is_empty() {
+            return Err(Error::of(
+                ErrorKind::FunctionNotApproved,
+                mismatches.join("; "),
+            ));
+        }
+        let places: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+        return Err(Error::of(
+            ErrorKind::FunctionUnavailable,
+            format!(
+                "the {}/{} binary '{}' (sha256:{hex}) is missing{}{}; {missing_help}",
                 p.os,
                 p.arch,
                 p.bin,
@@ -309,58 +343,67 @@ impl CatalogFunction {
                     ": looked at "
                 },
                 places.join(", "),
+            ),
+        ));
+    };
+    let mut rd = run_dir
+        .lock()
+        .map_err(|_| Error::invalid("function run directory lock poisoned"))?;
+    if let Some(copy) = rd.copies.get(&hex) {
+        return Ok(copy.clone());
+    }
+    if rd.dir.is_none() {
+        rd.dir = Some(PrivateDir::new().map_err(Error::io)?);
+    }
+    let dir = rd.dir.as_ref().map(|d| d.0.clone()).unwrap_or_default();
+    let copy = dir
+        .join(&hex)
+        .join(if p.bin.is_empty() || p.bin.contains('/') {
+            "function"
+        } else {
+            &p.bin
+        });
+    let write = || -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(copy.parent().unwrap_or(&dir))?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o700)
+            .open(&copy)?;
+        f.write_all(&bytes)?;
+        f.sync_all()
+    };
+    write().map_err(|e| {
+        Error::io(format!(
+            "copying the verified binary to {}: {e}",
+            copy.display()
+        ))
+    })?;
+    rd.copies.insert(hex, copy.clone());
+    Ok(copy)
+}
+
+impl CatalogFunction {
+    fn prepare_exec(&self, p: &ExecPlatform, exec: &ExecRuntime) -> Result<FunctionSpec, Error> {
+        let candidates = binary_candidates(p, &self.catalog_dir, self.cache.as_ref());
+        let path = verified_exec(
+            &self.run_dir,
+            p,
+            &candidates,
+            &format!("the trusted catalog {}", self.catalog.display()),
+            &format!(
+                "run `krmsync catalog fetch {}` (binaries are never downloaded during a build)",
                 self.catalog.display()
-            ));
-        };
-        let bytes =
-            std::fs::read(found).map_err(|e| format!("reading {}: {e}", found.display()))?;
-        let actual = sha256_hex(&bytes);
-        if actual != hex {
-            return Err(format!(
-                "sha256 mismatch for {}: the trusted catalog {} pins sha256:{hex}, the binary is \
-                 sha256:{actual}",
-                found.display(),
-                self.catalog.display()
-            ));
-        }
-        let mut rd = self
-            .run_dir
-            .lock()
-            .map_err(|_| "function run directory lock poisoned".to_string())?;
-        if let Some(copy) = rd.copies.get(&hex) {
-            return Ok(FunctionSpec::Exec {
-                path: copy.display().to_string(),
-            });
-        }
-        if rd.dir.is_none() {
-            rd.dir = Some(PrivateDir::new()?);
-        }
-        let dir = rd.dir.as_ref().map(|d| d.0.clone()).unwrap_or_default();
-        let copy = dir
-            .join(&hex)
-            .join(if p.bin.is_empty() || p.bin.contains('/') {
-                "function"
-            } else {
-                &p.bin
-            });
-        let write = || -> std::io::Result<()> {
-            use std::io::Write;
-            use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(copy.parent().unwrap_or(&dir))?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o700)
-                .open(&copy)?;
-            f.write_all(&bytes)?;
-            f.sync_all()
-        };
-        write().map_err(|e| format!("copying the verified binary to {}: {e}", copy.display()))?;
-        rd.copies.insert(hex, copy.clone());
+            ),
+        )?;
         Ok(FunctionSpec::Exec {
-            path: copy.display().to_string(),
+            path: path.display().to_string(),
+            network: exec.require_network,
+            envs: exec.envs.clone(),
         })
     }
 
@@ -395,10 +438,10 @@ impl ResolvedFunction for CatalogFunction {
         self.what.clone()
     }
 
-    fn prepare(&self) -> Result<FunctionSpec, String> {
+    fn prepare(&self) -> Result<FunctionSpec, Error> {
         match &self.runtime {
-            CatalogRuntime::Exec(p) => self.prepare_exec(p),
-            CatalogRuntime::Container(c) => self.prepare_container(c),
+            CatalogRuntime::Exec(p, exec) => self.prepare_exec(p, exec),
+            CatalogRuntime::Container(c) => self.prepare_container(c).map_err(Error::invalid),
         }
     }
 }

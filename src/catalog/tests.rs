@@ -130,7 +130,7 @@ fn version_rules_group_kind_then_version_first_match_wins() {
     let r = resolver();
     let cats = [c1, c2];
     let pin = |api: &str| match r.find(&cats, api, "A").unwrap().unwrap().runtime {
-        CatalogRuntime::Exec(p) => (p.uri, p.sha256.unwrap()),
+        CatalogRuntime::Exec(p, _) => (p.uri, p.sha256.unwrap()),
         other => panic!("{other:?}"),
     };
     // the first catalog, first function with the version
@@ -164,7 +164,7 @@ fn exec_for_this_platform_preferred_else_container_else_error() {
     let win = resolver().with_platform(Platform::parse("windows/arm64").unwrap());
     assert!(matches!(
         win.find(&cats, "g.io/v1", "K").unwrap().unwrap().runtime,
-        CatalogRuntime::Exec(_)
+        CatalogRuntime::Exec(..)
     ));
     let exec_only = catalog(&exec_fn("g.io", "K", &["v1"], H1));
     let cats = [file("/k/c.yaml", &exec_only)];
@@ -184,7 +184,10 @@ fn container_runtimes_run_only_pinned() {
         let cats = [file("/k/c.yaml", &text(c))];
         let cf = r
             .resolve(
-                &cats,
+                crate::kustomize::function::CatalogLayer {
+                    catalogs: &cats,
+                    dir: Path::new("/k"),
+                },
                 &crate::kustomize::yaml::parse_documents("apiVersion: g.io/v1\nkind: K\n").unwrap()
                     [0],
             )
@@ -204,7 +207,7 @@ fn container_runtimes_run_only_pinned() {
         other => panic!("{other:?}"),
     }
     let e = spec("{image: 'img:1'}").unwrap_err();
-    assert!(e.contains("not pinned"), "{e}");
+    assert!(e.message.contains("not pinned"), "{e}");
 }
 
 #[test]

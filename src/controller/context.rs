@@ -34,6 +34,8 @@ pub struct Settings {
     pub require_service_account: bool,
     /// Accept `http://` and `file://` sources (`--allow-insecure-sources`).
     pub allow_insecure_sources: bool,
+    /// How KRM functions run.
+    pub functions: super::functions::FunctionSettings,
 }
 
 impl Default for Settings {
@@ -46,6 +48,7 @@ impl Default for Settings {
             default_service_account: None,
             require_service_account: false,
             allow_insecure_sources: false,
+            functions: super::functions::FunctionSettings::default(),
         }
     }
 }

@@ -27,6 +27,10 @@ pub enum Failure {
     CatalogNotFound(String),
     CatalogNotAllowed(String),
     CatalogNotReady(String),
+    FunctionNotApproved(String),
+    FunctionUnsupported(String),
+    FunctionUnavailable(String),
+    FunctionFailed(String),
     Source(String),
     RemoteReference(String),
     Render(String),
@@ -45,6 +49,10 @@ impl Failure {
             Failure::CatalogNotFound(_) => Reason::CatalogNotFound,
             Failure::CatalogNotAllowed(_) => Reason::CatalogNotAllowed,
             Failure::CatalogNotReady(_) => Reason::CatalogNotReady,
+            Failure::FunctionNotApproved(_) => Reason::FunctionNotApproved,
+            Failure::FunctionUnsupported(_) => Reason::FunctionUnsupported,
+            Failure::FunctionUnavailable(_) => Reason::FunctionUnavailable,
+            Failure::FunctionFailed(_) => Reason::FunctionFailed,
             Failure::Source(_) => Reason::SourceFailed,
             Failure::RemoteReference(_) => Reason::RemoteReference,
             Failure::Render(_) => Reason::RenderFailed,
@@ -63,6 +71,10 @@ impl Failure {
             | Failure::CatalogNotFound(m)
             | Failure::CatalogNotAllowed(m)
             | Failure::CatalogNotReady(m)
+            | Failure::FunctionNotApproved(m)
+            | Failure::FunctionUnsupported(m)
+            | Failure::FunctionUnavailable(m)
+            | Failure::FunctionFailed(m)
             | Failure::Source(m)
             | Failure::RemoteReference(m)
             | Failure::Render(m)
@@ -97,9 +109,14 @@ impl Failure {
 
 impl From<crate::kustomize::Error> for Failure {
     fn from(e: crate::kustomize::Error) -> Failure {
+        use crate::kustomize::ErrorKind;
         match e.kind {
-            crate::kustomize::ErrorKind::RemoteReference => Failure::RemoteReference(e.message),
-            _ => Failure::Render(e.message),
+            ErrorKind::RemoteReference => Failure::RemoteReference(e.message),
+            ErrorKind::FunctionNotApproved => Failure::FunctionNotApproved(e.message),
+            ErrorKind::FunctionUnsupported => Failure::FunctionUnsupported(e.message),
+            ErrorKind::FunctionUnavailable => Failure::FunctionUnavailable(e.message),
+            ErrorKind::FunctionFailed => Failure::FunctionFailed(e.message),
+            ErrorKind::Invalid | ErrorKind::Io | ErrorKind::Security => Failure::Render(e.message),
         }
     }
 }

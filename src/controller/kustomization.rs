@@ -23,7 +23,8 @@ use tokio::time::Instant;
 
 use super::context::{CachedRender, Context};
 use super::error::{Error, Failure};
-use super::render::render_tree;
+use super::functions::RenderFunctions;
+use super::render::render_tree_with;
 use super::{status, storage};
 use crate::api::condition::{
     ConditionType, Reason, remove_condition, set_condition, set_condition_unknown,
@@ -34,6 +35,7 @@ use crate::api::{
     RECONCILE_AT_ANNOTATION, owner_id,
 };
 use crate::apply::{Action as ApplyAction, Applier, ApplyError, ApplyOptions};
+use crate::catalog::cluster::{ApprovedCatalog, RefusedCatalog};
 use crate::source::{self, Fetched, GitAuth, GitReference};
 
 /// Workspace key of a Kustomization.
@@ -391,7 +393,7 @@ async fn pipeline(
         for part in [
             fetched.revision.as_str(),
             &generation.unwrap_or(0).to_string(),
-            &catalogs,
+            &catalogs.key,
         ] {
             h.update(part.as_bytes());
             h.update([0]);
@@ -409,29 +411,13 @@ async fn pipeline(
         }
         None => {
             let started = Instant::now();
-            // waiting for a render slot counts against spec.timeout too
-            let permit = within(
-                deadline,
-                "waiting for a render slot",
-                ctx.render_slots.clone().acquire_owned(),
-            )
-            .await
-            .map_err(Failure::Render)?
-            .map_err(|e| Failure::Render(e.to_string()))?;
-            let dir = fetched.dir.clone();
-            let path = k.spec.path.clone();
-            let tns = k.spec.target_namespace.clone();
-            let job = tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                render_tree(&dir, path.as_deref(), tns.as_deref())
-            });
-            let output = within(deadline, "rendering", job)
-                .await
-                .map_err(Failure::Render)?
-                .map_err(|e| Failure::Render(format!("render task: {e}")))??;
+            let output = render_with_functions(k, ctx, &fetched.dir, &catalogs, deadline).await?;
             let elapsed = started.elapsed();
             ctx.metrics.render_duration.observe(elapsed.as_secs_f64());
             st.last_render_duration = Some(secs(elapsed));
+            for w in output.warnings.iter().take(MAX_WARNING_EVENTS) {
+                publish(ctx, k, EventType::Warning, "FunctionWarning", w).await;
+            }
             let c = Arc::new(CachedRender {
                 key: render_key,
                 revision: fetched.revision.clone(),
@@ -441,6 +427,11 @@ async fn pipeline(
             c
         }
     };
+    // a Catalog the spec names but cannot use fails the reconcile even when
+    // the render needed none of its functions: the spec is wrong
+    if let Some((_, f)) = catalogs.refused.first() {
+        return Err(f.clone());
+    }
     let n = render.output.objects.len();
     set_condition(
         &mut st.conditions,
@@ -726,30 +717,141 @@ async fn within<T>(
         .map_err(|_| format!("timed out {what} (spec.timeout)"))
 }
 
-/// Checks every referenced Catalog exists, is Ready and allows this
-/// namespace; returns a key of their state (for the render cache).
-async fn check_catalogs(k: &Kustomization, ctx: &Context) -> Result<String, Failure> {
-    let mut key = String::new();
+/// Events published for the `warning` results of one render, at most.
+const MAX_WARNING_EVENTS: usize = 10;
+
+/// Renders the fetched bundle on a blocking thread, with the functions the
+/// Catalogs approve. When the render needed an approved binary that is
+/// neither in the bundle nor in the cache, the controller fetches it from
+/// the Catalog's `uri` (verified) and renders once more.
+async fn render_with_functions(
+    k: &Kustomization,
+    ctx: &Context,
+    dir: &std::path::Path,
+    catalogs: &CatalogSet,
+    deadline: Instant,
+) -> Result<super::render::RenderOutput, Failure> {
+    let mut fetched_binaries = false;
+    loop {
+        let functions = RenderFunctions::new(
+            &ctx.settings.functions,
+            ctx.metrics.clone(),
+            &k.ns(),
+            catalogs.approved.clone(),
+            catalogs.refused.iter().map(|(r, _)| r.clone()).collect(),
+            dir,
+        );
+        // waiting for a render slot counts against spec.timeout too
+        let permit = within(
+            deadline,
+            "waiting for a render slot",
+            ctx.render_slots.clone().acquire_owned(),
+        )
+        .await
+        .map_err(Failure::Render)?
+        .map_err(|e| Failure::Render(e.to_string()))?;
+        let dir = dir.to_path_buf();
+        let path = k.spec.path.clone();
+        let tns = k.spec.target_namespace.clone();
+        let f = functions.clone();
+        let job = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            render_tree_with(&dir, path.as_deref(), tns.as_deref(), Some(&f))
+        });
+        let result = within(deadline, "rendering", job)
+            .await
+            .map_err(Failure::Render)?
+            .map_err(|e| Failure::Render(format!("render task: {e}")))?;
+        match result {
+            Ok(out) => return Ok(out),
+            Err(e) if e.kind == crate::kustomize::ErrorKind::FunctionUnavailable => {
+                // only URLs are fetched; a relative uri means "in the bundle"
+                let wanted: Vec<_> = functions
+                    .resolver
+                    .missing()
+                    .into_iter()
+                    .filter(|w| w.platform.uri.contains("://"))
+                    .collect();
+                if fetched_binaries || wanted.is_empty() {
+                    return Err(e.into());
+                }
+                fetched_binaries = true;
+                within(
+                    deadline,
+                    "fetching function binaries",
+                    ctx.settings.functions.fetch(&wanted),
+                )
+                .await
+                .map_err(Failure::FunctionUnavailable)?
+                .map_err(|why| Failure::FunctionUnavailable(format!("{}; {why}", e.message)))?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The Catalogs of `spec.catalogs`, sorted into those that may approve
+/// functions for this Kustomization and those that cannot (with why).
+struct CatalogSet {
+    approved: Vec<ApprovedCatalog>,
+    refused: Vec<(RefusedCatalog, Failure)>,
+    /// A digest of everything above (for the render cache): a changed
+    /// Catalog spec re-renders.
+    key: String,
+}
+
+/// Reads every referenced Catalog: found, Ready, admitting this namespace.
+/// A Catalog that is not is no error yet: a function it would have
+/// approved is (`FunctionNotApproved`, after the render); if nothing needs
+/// it, the reconcile fails after the render with its Catalog reason.
+async fn check_catalogs(k: &Kustomization, ctx: &Context) -> Result<CatalogSet, Failure> {
+    let mut set = CatalogSet {
+        approved: Vec::new(),
+        refused: Vec::new(),
+        key: String::new(),
+    };
+    let mut h = Sha256::new();
     let mut ns_labels: Option<BTreeMap<String, String>> = None;
+    let ns = k.ns();
     for (i, name) in k.spec.catalogs.iter().enumerate() {
         let at = format!("spec.catalogs[{i}]");
-        let c = ctx
-            .catalog(name)
-            .await
-            .map_err(|e| Failure::CatalogNotFound(format!("{at}: reading Catalog '{name}': {e}")))?
-            .ok_or_else(|| {
-                Failure::CatalogNotFound(format!("{at}: Catalog '{name}' does not exist"))
-            })?;
+        let c = ctx.catalog(name).await.map_err(|e| {
+            Failure::CatalogNotFound(format!("{at}: reading Catalog '{name}': {e}"))
+        })?;
+        h.update(name.as_bytes());
+        h.update([0]);
+        let Some(c) = c else {
+            set.refused.push((
+                RefusedCatalog {
+                    name: name.clone(),
+                    why: "does not exist".into(),
+                    spec: None,
+                },
+                Failure::CatalogNotFound(format!("{at}: Catalog '{name}' does not exist")),
+            ));
+            h.update(b"missing\0");
+            continue;
+        };
+        h.update(serde_json::to_vec(&c.spec).unwrap_or_default());
+        h.update([0]);
         let ready = c.status.as_ref().is_some_and(|s| {
             s.observed_generation == c.metadata.generation
                 && crate::api::condition::is_true(&s.conditions, ConditionType::Ready)
         });
         if !ready {
-            return Err(Failure::CatalogNotReady(format!(
-                "{at}: Catalog '{name}' is not Ready (see `kubectl get catalog {name} -o yaml`)"
-            )));
+            set.refused.push((
+                RefusedCatalog {
+                    name: name.clone(),
+                    why: "is not Ready".into(),
+                    spec: Some(c.spec.clone()),
+                },
+                Failure::CatalogNotReady(format!(
+                    "{at}: Catalog '{name}' is not Ready (see `kubectl get catalog {name} -o yaml`)"
+                )),
+            ));
+            h.update(b"not-ready\0");
+            continue;
         }
-        let ns = k.ns();
         if c.spec
             .allowed_namespaces
             .as_ref()
@@ -771,13 +873,25 @@ async fn check_catalogs(k: &Kustomization, ctx: &Context) -> Result<String, Fail
             .spec
             .allows_namespace(&ns, ns_labels.as_ref().unwrap_or(&BTreeMap::new()))
         {
-            return Err(Failure::CatalogNotAllowed(format!(
-                "{at}: Catalog '{name}' does not allow namespace '{ns}' (spec.allowedNamespaces)"
-            )));
+            let why = format!("does not allow namespace '{ns}' (spec.allowedNamespaces)");
+            set.refused.push((
+                RefusedCatalog {
+                    name: name.clone(),
+                    why: why.clone(),
+                    spec: Some(c.spec.clone()),
+                },
+                Failure::CatalogNotAllowed(format!("{at}: Catalog '{name}' {why}")),
+            ));
+            h.update(b"not-allowed\0");
+            continue;
         }
-        key.push_str(&format!("{name}@{};", c.metadata.generation.unwrap_or(0)));
+        set.approved.push(ApprovedCatalog {
+            name: name.clone(),
+            spec: c.spec.clone(),
+        });
     }
-    Ok(key)
+    set.key = format!("{:x}", h.finalize());
+    Ok(set)
 }
 
 fn secret_value(s: &Secret, key: &str) -> Option<String> {

@@ -30,6 +30,25 @@ pub struct ActionLabels {
     pub action: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FunctionLabels {
+    /// `<apiVersion>/<kind>` of the function config (`example.com/v1/SetLabels`).
+    pub function: String,
+    /// `success` or `failure`.
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FunctionNameLabels {
+    pub function: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn function_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
 /// The controller's metrics.
 pub struct Metrics {
     registry: Registry,
@@ -40,6 +59,10 @@ pub struct Metrics {
     pub renders_skipped: Counter,
     pub resources_applied: Family<ActionLabels, Counter>,
     pub resources_pruned: Counter,
+    /// KRM function runs by function and result.
+    pub function_runs: Family<FunctionLabels, Counter>,
+    /// Duration of KRM function runs (sandbox setup included).
+    pub function_duration: HistogramFamily<FunctionNameLabels>,
 }
 
 impl Default for Metrics {
@@ -94,8 +117,23 @@ impl Metrics {
             "Objects deleted by prune or deletion",
             resources_pruned.clone(),
         );
+        let function_runs = Family::<FunctionLabels, Counter>::default();
+        let function_duration: HistogramFamily<FunctionNameLabels> =
+            Family::new_with_constructor(function_histogram);
+        registry.register(
+            "function_runs",
+            "KRM function runs by function (apiVersion/kind) and result",
+            function_runs.clone(),
+        );
+        registry.register(
+            "function_duration_seconds",
+            "Duration of a KRM function run, sandbox setup included",
+            function_duration.clone(),
+        );
         Metrics {
             registry,
+            function_runs,
+            function_duration,
             reconciles,
             reconcile_duration,
             render_duration,
@@ -112,6 +150,21 @@ impl Metrics {
         // writing into a String cannot fail
         let _ = encode(&mut out, &self.registry);
         out
+    }
+
+    /// Records one function run.
+    pub fn record_function(&self, function: &str, success: bool, seconds: f64) {
+        self.function_runs
+            .get_or_create(&FunctionLabels {
+                function: function.to_string(),
+                result: if success { "success" } else { "failure" }.to_string(),
+            })
+            .inc();
+        self.function_duration
+            .get_or_create(&FunctionNameLabels {
+                function: function.to_string(),
+            })
+            .observe(seconds);
     }
 
     pub fn record_result(&self, success: bool, reason: &str) {
@@ -203,5 +256,18 @@ mod tests {
         );
         assert!(text.contains(r#"krmsync_resources_applied_total{action="created"} 3"#));
         assert!(text.contains("krmsync_render_duration_seconds_bucket"));
+        m.record_function("example.com/v1/SetLabels", true, 0.01);
+        m.record_function("example.com/v1/SetLabels", false, 0.02);
+        let text = m.encode();
+        assert!(
+            text.contains(r#"krmsync_function_runs_total{function="example.com/v1/SetLabels",result="failure"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"krmsync_function_duration_seconds_count{function="example.com/v1/SetLabels"} 2"#
+            ),
+            "{text}"
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! * [`status`]: the one path status is written through;
 //! * [`storage`]: rendered manifests in Secrets;
 //! * [`render`]: the engine, confined to a fetched bundle;
+//! * [`functions`]: KRM functions approved by Catalogs, sandboxed, metered;
 //! * [`leader`]: Lease-based leader election;
 //! * [`metrics`]: Prometheus metrics and health endpoints;
 //! * [`run`]: wiring it together (`krmsync controller`).
@@ -13,6 +14,7 @@
 pub mod catalog;
 pub mod context;
 pub mod error;
+pub mod functions;
 pub mod kustomization;
 pub mod leader;
 pub mod metrics;

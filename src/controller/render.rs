@@ -6,7 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::functions::RenderFunctions;
 use crate::kustomize::fs::{DiskFs, FileSystem, MemFs, OverlayFs, clean};
+use crate::kustomize::function::{CatalogResolver, FunctionRunner};
 use crate::kustomize::{self, BuildOptions, Error};
 
 /// Suffix of the generated (in-memory) kustomization directory, a sibling
@@ -19,13 +21,26 @@ pub struct RenderOutput {
     pub objects: Vec<serde_json::Value>,
     pub yaml: String,
     pub digest: String,
+    /// `warning` results of the KRM functions that ran.
+    pub warnings: Vec<String>,
 }
 
-/// Renders `tree/path` (`path` relative to the bundle root).
+/// Renders `tree/path` (`path` relative to the bundle root) without KRM
+/// functions (a plugin config is an error).
 pub fn render_tree(
     tree: &Path,
     path: Option<&str>,
     target_namespace: Option<&str>,
+) -> Result<RenderOutput, Error> {
+    render_tree_with(tree, path, target_namespace, None)
+}
+
+/// Renders `tree/path`, running the KRM functions `functions` approves.
+pub fn render_tree_with(
+    tree: &Path,
+    path: Option<&str>,
+    target_namespace: Option<&str>,
+    functions: Option<&RenderFunctions>,
 ) -> Result<RenderOutput, Error> {
     let root = std::fs::canonicalize(tree)
         .map_err(|e| Error::io(format!("bundle directory '{}': {e}", tree.display())))?;
@@ -67,7 +82,12 @@ pub fn render_tree(
             (Arc::new(OverlayFs::new(upper, disk)), gen_dir)
         }
     };
-    let rendered = kustomize::build(fs, &build_dir, &BuildOptions::default())?;
+    let opts = BuildOptions {
+        catalog_resolver: functions.map(|f| f.resolver.clone() as Arc<dyn CatalogResolver>),
+        function_runner: functions.map(|f| f.runner.clone() as Arc<dyn FunctionRunner>),
+        ..BuildOptions::default()
+    };
+    let rendered = kustomize::build(fs, &build_dir, &opts)?;
     let yaml = rendered.to_yaml()?;
     let digest = super::storage::digest(&yaml);
     let objects = rendered.resources.iter().map(|r| r.to_json()).collect();
@@ -75,6 +95,7 @@ pub fn render_tree(
         objects,
         yaml,
         digest,
+        warnings: functions.map(|f| f.take_warnings()).unwrap_or_default(),
     })
 }
 

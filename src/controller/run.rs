@@ -34,6 +34,9 @@ pub struct RunOptions {
     pub require_service_account: bool,
     /// `--allow-insecure-sources`.
     pub allow_insecure_sources: bool,
+    /// How KRM functions run (`--function-cache`, `--function-network`,
+    /// `--require-sandbox`, `--function-timeout`).
+    pub functions: super::functions::FunctionSettings,
 }
 
 /// Runs until SIGTERM/SIGINT (graceful: in-flight reconciles finish) or
@@ -64,6 +67,7 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
         default_service_account: opts.default_service_account.clone(),
         require_service_account: opts.require_service_account,
         allow_insecure_sources: opts.allow_insecure_sources,
+        functions: opts.functions.clone(),
         ..Settings::default()
     };
     tracing::info!(
@@ -72,6 +76,28 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
         allow_insecure_sources = opts.allow_insecure_sources,
         "tenancy settings"
     );
+    let probe = crate::krm::sandbox::probe();
+    let missing = probe.missing();
+    tracing::info!(
+        sandbox = %opts.functions.describe(),
+        require_sandbox = opts.functions.sandbox.require,
+        function_network = opts.functions.sandbox.allow_network,
+        function_cache = %opts.functions.cache.as_ref().map(|c| c.root.display().to_string()).unwrap_or_default(),
+        "KRM function sandbox"
+    );
+    if !missing.is_empty() {
+        if opts.functions.sandbox.require {
+            tracing::warn!(
+                missing = %missing.join("; "),
+                "the function sandbox is incomplete on this node: KRM functions will not run (--require-sandbox)"
+            );
+        } else {
+            tracing::warn!(
+                missing = %missing.join("; "),
+                "the function sandbox is incomplete on this node; functions run with the protections that exist (set --require-sandbox to refuse)"
+            );
+        }
+    }
 
     let elector = if opts.leader_elect {
         let identity = std::env::var("POD_NAME")

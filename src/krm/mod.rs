@@ -60,6 +60,10 @@ pub struct ProcessRunner {
     /// The sandbox of exec functions (`None`: run them unconfined, in the
     /// kustomization directory, as before the sandbox existed).
     pub sandbox: Option<sandbox::Sandbox>,
+    /// Where the `warning` results of successful runs go (`function
+    /// '<name>': [warning] ...`), for a caller that reports them (the
+    /// controller's Events); `None`: dropped.
+    pub warnings: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
 }
 
 impl Default for ProcessRunner {
@@ -73,6 +77,7 @@ impl Default for ProcessRunner {
             allow_mounts: true,
             forward_stderr: false,
             sandbox: Some(sandbox::Sandbox::default()),
+            warnings: None,
         }
     }
 }
@@ -111,49 +116,16 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// What an exec function spec declares beyond its path (a krmsync
-/// extension kustomize ignores): `exec.network` (`true` or
-/// `{required: true}`) and `exec.envs` (`KEY=VALUE`, or `KEY` to pass the
-/// variable through), as for container functions.
-fn exec_extras(function_config: &Value) -> (bool, Vec<(String, String)>) {
-    let text = [
-        crate::kustomize::function::FUNCTION_ANNOTATION,
-        crate::kustomize::function::LEGACY_FUNCTION_ANNOTATION,
-    ]
-    .iter()
-    .find_map(|k| {
-        function_config
-            .str_at(&["metadata", "annotations", k])
-            .filter(|s| !s.is_empty())
-    });
-    let Some(spec) = text
-        .and_then(|t| crate::kustomize::yaml::parse_documents(t).ok())
-        .and_then(|d| d.into_iter().next())
-    else {
-        return (false, Vec::new());
-    };
-    let Some(exec) = spec.get("exec") else {
-        return (false, Vec::new());
-    };
-    let network = match exec.get("network") {
-        Some(Value::Bool(b)) => *b,
-        Some(n) => n.get("required").and_then(Value::as_bool) == Some(true),
-        None => false,
-    };
-    let envs = exec
-        .get("envs")
-        .and_then(Value::as_seq)
-        .map(|s| {
-            s.iter()
-                .filter_map(Value::scalar_to_string)
-                .filter_map(|e| match e.split_once('=') {
-                    Some((k, v)) => Some((k.to_string(), v.to_string())),
-                    None => std::env::var(&e).ok().map(|v| (e, v)),
-                })
-                .collect()
+/// An exec function's declared environment (`exec.envs` of its spec, or
+/// its catalog's): `KEY=VALUE`, or `KEY` to pass krmsync's own variable
+/// through (skipped when unset).
+fn exec_env(envs: &[String]) -> Vec<(String, String)> {
+    envs.iter()
+        .filter_map(|e| match e.split_once('=') {
+            Some((k, v)) => Some((k.to_string(), v.to_string())),
+            None => std::env::var(e).ok().map(|v| (e.clone(), v)),
         })
-        .unwrap_or_default();
-    (network, envs)
+        .collect()
 }
 
 /// The clean environment of unsandboxed exec functions.
@@ -324,7 +296,11 @@ impl FunctionRunner for ProcessRunner {
         // Lives until the run is over: the sandbox's directory.
         let mut _run_dir = None;
         let (run, what) = match call.spec {
-            FunctionSpec::Exec { path } => {
+            FunctionSpec::Exec {
+                path,
+                network,
+                envs,
+            } => {
                 let what = format!("exec {path}");
                 let program = self.exec_program(path, call.working_dir)?;
                 let run = match &self.sandbox {
@@ -336,9 +312,14 @@ impl FunctionRunner for ProcessRunner {
                         ..Default::default()
                     },
                     Some(sb) => {
-                        let (network, envs) = exec_extras(call.function_config);
                         let (d, run) = self
-                            .sandboxed(sb, program, network && sb.allow_network, envs, input)
+                            .sandboxed(
+                                sb,
+                                program,
+                                *network && sb.allow_network,
+                                exec_env(envs),
+                                input,
+                            )
                             .map_err(|e| format!("function '{}' ({what}): {e}", call.name))?;
                         _run_dir = Some(d);
                         run
@@ -355,8 +336,17 @@ impl FunctionRunner for ProcessRunner {
             .run(run)
             .map_err(|e| format!("function '{}' ({what}): {e}", call.name))?;
         if !out.success {
+            // the results a failing function reported, if it wrote a ResourceList
+            let results = std::str::from_utf8(&out.stdout)
+                .ok()
+                .filter(|t| !t.trim().is_empty())
+                .and_then(|t| ResourceList::decode(t).ok())
+                .map(|rl| rl.results.iter().map(|r| r.to_string()).collect::<Vec<_>>())
+                .filter(|r| !r.is_empty())
+                .map(|r| format!("; results: {}", r.join("; ")))
+                .unwrap_or_default();
             return Err(format!(
-                "function '{}' ({what}) failed: {}{}",
+                "function '{}' ({what}) failed: {}{results}{}",
                 call.name,
                 out.status,
                 stderr_note(&out)
@@ -376,6 +366,16 @@ impl FunctionRunner for ProcessRunner {
                 errors.join("; "),
                 note
             ));
+        }
+        if let Some(sink) = &self.warnings
+            && let Ok(mut w) = sink.lock()
+        {
+            w.extend(
+                rl.results
+                    .iter()
+                    .filter(|r| r.severity == wire::Severity::Warning)
+                    .map(|r| format!("function '{}': {r}", call.name)),
+            );
         }
         wire::strip_items(&mut rl.items);
         Ok(rl.items)

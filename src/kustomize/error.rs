@@ -13,6 +13,18 @@ pub enum ErrorKind {
     Security,
     /// A remote reference that must be localized before rendering.
     RemoteReference,
+    /// A KRM function (or plugin) config that no approved catalog pins
+    /// (in-cluster builds, where every function must be approved).
+    FunctionNotApproved,
+    /// An approved function whose runtime cannot run here (a container
+    /// runtime in-cluster, no binary for this platform).
+    FunctionUnsupported,
+    /// An approved exec function whose binary is neither in the bundle nor
+    /// in the binary cache (nothing is downloaded during a render).
+    FunctionUnavailable,
+    /// A function ran and failed: non-zero exit, error results, timeout,
+    /// malformed output, or a binary that does not match its pin.
+    FunctionFailed,
 }
 
 /// A build error: a kind plus a message naming the file (and field) at fault.
@@ -47,6 +59,14 @@ impl Error {
     pub fn remote(message: impl Into<String>) -> Error {
         Error {
             kind: ErrorKind::RemoteReference,
+            message: message.into(),
+        }
+    }
+
+    /// An error of another kind.
+    pub fn of(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
             message: message.into(),
         }
     }

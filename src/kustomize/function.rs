@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::Error;
 use super::resid::{Gvk, ResId};
 use super::resource::{Behavior, Origin, Resource};
 use super::yaml::{Mapping, Value, parse};
@@ -42,9 +43,16 @@ const NEEDS_HASH_SUFFIX: &str = "internal.config.kubernetes.io/needsHashSuffix";
 /// How a KRM function runs (the `config.kubernetes.io/function` value).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FunctionSpec {
-    /// `exec: {path}`: a program, relative paths resolved against the
-    /// kustomization directory.
-    Exec { path: String },
+    /// `exec: {path, network, envs}`: a program, relative paths resolved
+    /// against the kustomization directory. `network` (`true` or
+    /// `{required: true}`) and `envs` (`KEY=VALUE`, or `KEY` to pass the
+    /// variable through) are krmsync extensions kustomize ignores; a
+    /// catalog sets them from its exec runtime.
+    Exec {
+        path: String,
+        network: bool,
+        envs: Vec<String>,
+    },
     /// `container: {image, network, mounts, envs}`.
     Container(ContainerSpec),
 }
@@ -137,25 +145,54 @@ pub trait ResolvedFunction: Send + Sync + std::fmt::Debug {
     fn describe(&self) -> String;
     /// Called immediately before every run: the runtime to run, after
     /// whatever checks the resolver makes (an exec binary's digest).
-    fn prepare(&self) -> Result<FunctionSpec, String>;
+    fn prepare(&self) -> Result<FunctionSpec, Error>;
 }
 
-/// Resolves function configs without a runtime annotation through the
-/// catalogs of their kustomization (KEP-2906). The engine only reads the
-/// catalog files; trust, parsing and locating binaries are the resolver's.
+/// The layer a plugin config is resolved in.
+#[derive(Clone, Copy, Debug)]
+pub struct CatalogLayer<'a> {
+    /// The layer's `catalogs:`, read.
+    pub catalogs: &'a [CatalogFile],
+    /// The kustomization directory (absolute in the engine's file system).
+    pub dir: &'a Path,
+}
+
+/// Which plugin configs a [`CatalogResolver`] decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatalogScope {
+    /// KEP-2906 as on the CLI: configs without a runtime annotation, in
+    /// layers with `catalogs:`; explicit runtimes and other layers follow
+    /// kustomize's flags (`--enable-alpha-plugins`, `--enable-exec`).
+    Layer,
+    /// In-cluster: every non-builtin plugin config of every layer goes
+    /// through the resolver, whatever its annotation says; one it does not
+    /// approve never runs (the build fails with
+    /// [`ErrorKind::FunctionNotApproved`](super::ErrorKind::FunctionNotApproved)).
+    /// Legacy exec plugins never run.
+    Build,
+}
+
+/// Resolves function configs through trusted catalogs (KEP-2906). The
+/// engine only reads the catalog files; trust, parsing and locating
+/// binaries are the resolver's.
 pub trait CatalogResolver: Send + Sync {
     /// Checks a layer's catalogs when the layer is loaded: every one must
     /// be trusted and valid.
     fn check(&self, catalogs: &[CatalogFile]) -> Result<(), String>;
 
     /// The function for a config (group, version and kind of
-    /// `function_config`), searching `catalogs` in order; `None` when no
+    /// `function_config`), searching the catalogs in order; `None` when no
     /// catalog defines its group and kind.
     fn resolve(
         &self,
-        catalogs: &[CatalogFile],
+        layer: CatalogLayer<'_>,
         function_config: &Value,
-    ) -> Result<Option<std::sync::Arc<dyn ResolvedFunction>>, String>;
+    ) -> Result<Option<std::sync::Arc<dyn ResolvedFunction>>, Error>;
+
+    /// Which configs this resolver decides (default: [`CatalogScope::Layer`]).
+    fn scope(&self) -> CatalogScope {
+        CatalogScope::Layer
+    }
 }
 
 fn annotation<'a>(cfg: &'a Value, key: &str) -> Option<&'a str> {
@@ -189,15 +226,21 @@ pub fn function_spec(cfg: &Value) -> Result<Option<FunctionSpec>, String> {
         },
     };
     let exec_path = spec.str_at(&["exec", "path"]).unwrap_or("");
+    let network_of = |v: Option<&Value>| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(n) => n.get("required").and_then(Value::as_bool) == Some(true),
+        None => false,
+    };
+    let envs_of = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_seq)
+            .map(|s| s.iter().filter_map(Value::scalar_to_string).collect())
+            .unwrap_or_default()
+    };
     let c = spec.get("container");
     let image = c.and_then(|c| c.str_at(&["image"])).unwrap_or("");
     if !image.is_empty() {
         let c = c.cloned().unwrap_or(Value::Null);
-        let network = match c.get("network") {
-            Some(Value::Bool(b)) => *b,
-            Some(n) => n.get("required").and_then(Value::as_bool) == Some(true),
-            None => false,
-        };
+        let network = network_of(c.get("network"));
         let mounts = c
             .get("mounts")
             .and_then(Value::as_seq)
@@ -212,11 +255,7 @@ pub fn function_spec(cfg: &Value) -> Result<Option<FunctionSpec>, String> {
                     .collect()
             })
             .unwrap_or_default();
-        let envs = c
-            .get("envs")
-            .and_then(Value::as_seq)
-            .map(|s| s.iter().filter_map(Value::scalar_to_string).collect())
-            .unwrap_or_default();
+        let envs = envs_of(c.get("envs"));
         return Ok(Some(FunctionSpec::Container(ContainerSpec {
             image: image.to_string(),
             network,
@@ -225,14 +264,19 @@ pub fn function_spec(cfg: &Value) -> Result<Option<FunctionSpec>, String> {
         })));
     }
     if !exec_path.is_empty() {
+        let exec = spec.get("exec");
         return Ok(Some(FunctionSpec::Exec {
             path: exec_path.to_string(),
+            network: network_of(exec.and_then(|e| e.get("network"))),
+            envs: envs_of(exec.and_then(|e| e.get("envs"))),
         }));
     }
     // An annotation naming neither: kustomize treats the config as a
     // function that does nothing.
     Ok(Some(FunctionSpec::Exec {
         path: String::new(),
+        network: false,
+        envs: Vec::new(),
     }))
 }
 

@@ -111,6 +111,8 @@ pub struct Fetcher {
     rt: tokio::runtime::Runtime,
     client: reqwest::Client,
     progress: Progress,
+    /// `GIT_SSH_COMMAND` for SSH repositories (`None`: the user's setup).
+    ssh_command: Option<String>,
 }
 
 impl Drop for Fetcher {
@@ -134,6 +136,77 @@ fn userinfo_auth(url: &str) -> Option<GitAuth> {
         password: Some(pass.to_string()),
         ..GitAuth::default()
     })
+}
+
+/// Whether git reaches `url` over SSH (`ssh://…`, `git+ssh://…`, or
+/// scp-like `user@host:path`).
+pub fn is_ssh(url: &str) -> bool {
+    if let Some((scheme, _)) = url.split_once("://") {
+        return matches!(scheme, "ssh" | "git+ssh" | "ssh+git");
+    }
+    // scp-like: a colon before any slash, and a host before it
+    match url.split_once(':') {
+        Some((host, _)) => !host.is_empty() && !host.contains('/'),
+        None => false,
+    }
+}
+
+/// Runs `git args` in `dir`, killed at `deadline`; its stderr on failure.
+fn run_git(
+    ssh_command: &Option<String>,
+    dir: &Path,
+    args: &[&str],
+    deadline: Instant,
+) -> Result<(), String> {
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir).args(args);
+    cmd.env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    match ssh_command {
+        Some(c) => {
+            cmd.env("GIT_SSH_COMMAND", c);
+        }
+        None if std::env::var_os("GIT_SSH_COMMAND").is_none()
+            && std::env::var_os("GIT_SSH").is_none() =>
+        {
+            cmd.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
+        }
+        None => {}
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        format!(
+            "SSH repositories are fetched with the git command, which could not be started: {e}"
+        )
+    })?;
+    let mut stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(e) = stderr.as_mut() {
+            let _ = std::io::Read::read_to_string(e, &mut s);
+        }
+        s
+    });
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let err = reader.join().unwrap_or_default();
+                if status.success() {
+                    return Ok(());
+                }
+                return Err(format!("git {}: {}", args.join(" "), err.trim()));
+            }
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("git {}: timed out", args.join(" ")));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("git {}: {e}", args.join(" "))),
+        }
+    }
 }
 
 /// A directory removed on drop.
@@ -172,7 +245,15 @@ impl Fetcher {
             rt,
             client,
             progress: Progress::new(progress),
+            ssh_command: None,
         })
+    }
+
+    /// The command git runs for SSH (`GIT_SSH_COMMAND`), instead of the
+    /// user's configuration.
+    pub fn with_ssh_command(mut self, command: Option<String>) -> Fetcher {
+        self.ssh_command = command;
+        self
     }
 
     /// The checkout of `clone_url` at `git_ref` (fetched once per run).
@@ -220,6 +301,20 @@ impl Fetcher {
             "r{}",
             &sha256_hex(format!("{url}\0{git_ref}").as_bytes())[..24]
         );
+        if is_ssh(&url) {
+            let deadline =
+                Instant::now() + timeout.map_or(DEFAULT_GIT_TIMEOUT, Duration::from_secs);
+            let dir = self.ws.root().join(format!("{key}-ssh"));
+            return self
+                .clone_ssh(&url, git_ref, &dir, deadline)
+                .map(|()| {
+                    self.progress.repository_done();
+                    dir
+                })
+                .map_err(|e| {
+                    format!("failed to clone repo {clone_url:?} at ref {git_ref:?}: {e}")
+                });
+        }
         let limits = Limits {
             allow_insecure: true,
             ..Limits::default()
@@ -255,6 +350,58 @@ impl Fetcher {
             "failed to clone repo {clone_url:?} at ref {git_ref:?}: {}",
             errors.join("; ")
         ))
+    }
+
+    /// An SSH repository through the `git` command, as kustomize fetches
+    /// every repository: the user's SSH configuration, agent and
+    /// known_hosts apply (`BatchMode`, so an unknown host key or a
+    /// passphrase prompt fails instead of waiting; a `GIT_SSH_COMMAND` or
+    /// `core.sshCommand` of the user's wins). The ref is fetched shallowly;
+    /// a commit the server will not serve that way is fetched with the
+    /// whole history. Only the tree is kept.
+    fn clone_ssh(
+        &self,
+        url: &str,
+        git_ref: &str,
+        dir: &Path,
+        deadline: Instant,
+    ) -> Result<(), String> {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let git = |args: &[&str]| run_git(&self.ssh_command, dir, args, deadline);
+        git(&["init", "--quiet"])?;
+        let shallow = git(&["fetch", "--quiet", "--depth=1", "--no-tags", url, git_ref]);
+        if let Err(e) = shallow {
+            let commit = git_ref.len() == 40 && git_ref.bytes().all(|b| b.is_ascii_hexdigit());
+            if !commit {
+                return Err(e);
+            }
+            git(&[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                url,
+                "+refs/heads/*:refs/remotes/origin/*",
+            ])
+            .map_err(|e2| format!("{e}; {e2}"))?;
+            git(&[
+                "-c",
+                "advice.detachedHead=false",
+                "checkout",
+                "--quiet",
+                git_ref,
+            ])?;
+        } else {
+            git(&[
+                "-c",
+                "advice.detachedHead=false",
+                "checkout",
+                "--quiet",
+                "FETCH_HEAD",
+            ])?;
+        }
+        std::fs::remove_dir_all(dir.join(".git"))
+            .map_err(|e| format!("removing {}/.git: {e}", dir.display()))
     }
 
     /// A remote file's content (downloaded once per run).

@@ -22,6 +22,9 @@ use url::{Mirrors, RepoSpec, is_http_url, looks_remote, parse_repo_url, relative
 /// Where downloads go, next to the kustomization that references them.
 pub const LOCALIZED_DIR: &str = "localized-files";
 
+/// Largest exec binary localized from a catalog.
+const MAX_BINARY_BYTES: usize = 512 << 20;
+
 /// What to localize.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -35,6 +38,12 @@ pub struct Options {
     /// Show a progress line on stderr while downloading (the CLI: when
     /// stderr is a terminal and `--quiet` is not given).
     pub progress: bool,
+    /// Platforms whose exec binaries, pinned by the catalogs the tree
+    /// references, are downloaded (`--platform os/arch`, repeatable).
+    pub platforms: Vec<crate::catalog::Platform>,
+    /// The command git runs for SSH URLs (`None`: the user's
+    /// `GIT_SSH_COMMAND`, `core.sshCommand` or `ssh -o BatchMode=yes`).
+    pub ssh_command: Option<String>,
 }
 
 /// The Helm chart home kustomize uses when none is given.
@@ -78,7 +87,9 @@ pub fn run(opts: &Options) -> Result<Outcome, Failure> {
         log: Vec::new(),
     };
     let target = opts.target.clone().unwrap_or_else(|| ".".to_string());
-    let fetcher = Fetcher::new(opts.mirrors.clone(), opts.progress).map_err(fail)?;
+    let fetcher = Fetcher::new(opts.mirrors.clone(), opts.progress)
+        .map_err(fail)?
+        .with_ssh_command(opts.ssh_command.clone());
     let remote = looks_remote(&target)
         .then(|| parse_repo_url(&target))
         .flatten();
@@ -196,6 +207,9 @@ pub fn run(opts: &Options) -> Result<Outcome, Failure> {
         dst_top: dst.clone(),
         done: HashSet::new(),
         stack: Vec::new(),
+        platforms: opts.platforms.clone(),
+        saw_catalogs: false,
+        notes: Vec::new(),
     };
     let root = Root {
         dir: target_dir.clone(),
@@ -209,8 +223,17 @@ pub fn run(opts: &Options) -> Result<Outcome, Failure> {
     let dst_root = dst.join(relative(&target_dir, &scope_dir));
     drop(checkout);
 
-    let mut log = Vec::new();
-    if !opts.no_verify {
+    let mut log = std::mem::take(&mut loc.notes);
+    if !opts.no_verify && loc.saw_catalogs {
+        // building runs the catalogs' functions, which only the user may
+        // decide to trust: say how instead of doing it
+        log.push(format!(
+            "NOTE: \"{target}\" uses function catalogs, so it was not built: review them \
+             (krmsync catalog view) and build the copy with `krmsync build {} --trusted-catalog \
+             <catalog>` to compare",
+            dst_root.display()
+        ));
+    } else if !opts.no_verify {
         match verify(&target, &target_dir, remote.is_some(), &dst_root) {
             Ok(line) => log.push(line),
             Err(mut lines) => {
@@ -314,6 +337,11 @@ struct Localizer<'a> {
     dst_top: PathBuf,
     done: HashSet<PathBuf>,
     stack: Vec<PathBuf>,
+    platforms: Vec<crate::catalog::Platform>,
+    /// Some kustomization lists `catalogs:` (a plain build cannot verify).
+    saw_catalogs: bool,
+    /// Warnings to print (downloaded binaries, binaries not found).
+    notes: Vec<String>,
 }
 
 fn path_str(p: &Path) -> String {
@@ -761,6 +789,168 @@ impl Localizer<'_> {
                 }
             }
         }
+        if let Some(Value::Seq(items)) = m.get_mut("catalogs") {
+            for it in items.iter_mut() {
+                if let Value::String(s) = it {
+                    *s = self
+                        .catalog(root, s)
+                        .map_err(|e| format!("unable to localize catalogs entry \"{s}\": {e}"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A `catalogs:` entry (KEP-2906): the catalog file, copied or
+    /// downloaded; the binaries its exec runtimes name by relative `uri`,
+    /// copied when present; with `--platform`, the remote binaries of those
+    /// platforms, downloaded, verified against their sha256, stored without
+    /// the execute bit in `localized-files/` beside the catalog, and the
+    /// catalog's `uri`s rewritten to them.
+    fn catalog(&mut self, root: &Root, p: &str) -> Res<String> {
+        self.saw_catalogs = true;
+        let (body, src_dir, dst_file, entry) = if is_http_url(p) {
+            if root.dir.join(LOCALIZED_DIR).exists() {
+                return Err(format!(
+                    "{} already contains {LOCALIZED_DIR} needed to store file \"{p}\"",
+                    root.dir.display()
+                ));
+            }
+            let body = self.fetcher.download(p)?;
+            let rel = url::loc_file_path(p);
+            (
+                body,
+                None,
+                root.dst_of(&root.dir).join(&rel),
+                path_str(&rel),
+            )
+        } else {
+            let real = self.local_file(root, p)?;
+            let body =
+                std::fs::read(&real).map_err(|e| format!("reading {}: {e}", real.display()))?;
+            let entry = path_str(&relative(&real, &root.dir));
+            let dir = real.parent().map(Path::to_path_buf);
+            (body, dir, root.dst_of(&real), entry)
+        };
+        let doc = crate::catalog::parse(&body, Path::new(p))?;
+        let dst_dir = dst_file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut changes: Vec<(String, String)> = Vec::new();
+        for f in &doc.spec.krm_functions {
+            for v in &f.versions {
+                for bp in v.runtime.exec.iter().flat_map(|e| e.platforms.iter()) {
+                    let what = format!(
+                        "{}/{} {} {}/{}",
+                        f.group, v.name, f.names.kind, bp.os, bp.arch
+                    );
+                    if is_http_url(&bp.uri) {
+                        if !self.platforms.iter().any(|pl| pl.matches(bp))
+                            || changes.iter().any(|(u, _)| u == &bp.uri)
+                        {
+                            continue;
+                        }
+                        let rel = self.catalog_binary(src_dir.as_deref(), &dst_dir, bp, &what)?;
+                        changes.push((bp.uri.clone(), rel));
+                    } else if !bp.uri.is_empty() && !bp.uri.contains("://") {
+                        match &src_dir {
+                            Some(dir) => self.local_catalog_binary(root, dir, bp, &what)?,
+                            None => self.notes.push(format!(
+                                "Warning: {what}: uri '{}' is relative to the remote catalog \
+                                 \"{p}\" and was not localized",
+                                bp.uri
+                            )),
+                        }
+                    }
+                }
+            }
+        }
+        let text = String::from_utf8(body).map_err(|_| "the catalog is not UTF-8".to_string())?;
+        let text = if changes.is_empty() {
+            text
+        } else {
+            replace_scalars(&text, &changes).ok_or_else(|| {
+                "cannot rewrite the catalog's uri fields in place (write each `uri:` on its own \
+                 line)"
+                    .to_string()
+            })?
+        };
+        write_file(&dst_file, text.as_bytes())?;
+        Ok(entry)
+    }
+
+    /// Downloads, verifies and stores one pinned binary beside the
+    /// catalog copy; returns its path relative to the catalog.
+    fn catalog_binary(
+        &mut self,
+        src_dir: Option<&Path>,
+        dst_dir: &Path,
+        bp: &crate::catalog::ExecPlatform,
+        what: &str,
+    ) -> Res<String> {
+        if let Some(d) = src_dir
+            && d.join(LOCALIZED_DIR).exists()
+        {
+            return Err(format!(
+                "{} already contains {LOCALIZED_DIR} needed to store the binary \"{}\"",
+                d.display(),
+                bp.uri
+            ));
+        }
+        let data = self.fetcher.download(&bp.uri)?;
+        let bin = crate::catalog::fetch::extract(data, &bp.bin, MAX_BINARY_BYTES)
+            .map_err(|e| format!("{what}: {}: {e}", bp.uri))?;
+        let pin = crate::catalog::cache::pin_hex(bp.sha256.as_deref().unwrap_or(""));
+        let actual = crate::source::sha256_hex(&bin);
+        if actual != pin {
+            return Err(format!(
+                "{what}: {} is sha256:{actual}, the catalog pins sha256:{pin}",
+                bp.uri
+            ));
+        }
+        let rel = url::loc_file_path(&bp.uri);
+        let to = dst_dir.join(&rel);
+        write_file(&to, &bin)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| format!("{}: {e}", to.display()))?;
+        self.notes.push(format!(
+            "Warning: downloaded the exec binary of {what} (sha256:{pin}) to {}; it is not \
+             executable: krmsync runs it only after checking its sha256 against a trusted \
+             catalog (kustomize would need `chmod +x` on a binary you trust)",
+            to.display()
+        ));
+        Ok(path_str(&rel))
+    }
+
+    /// Copies a binary a catalog names by a relative `uri`, when present.
+    fn local_catalog_binary(
+        &mut self,
+        root: &Root,
+        catalog_dir: &Path,
+        bp: &crate::catalog::ExecPlatform,
+        what: &str,
+    ) -> Res<()> {
+        let abs = kustomize::fs::join(catalog_dir, &bp.uri);
+        let Ok(real) = std::fs::canonicalize(&abs) else {
+            self.notes.push(format!(
+                "Warning: {what}: binary {} is not there and was not copied",
+                abs.display()
+            ));
+            return Ok(());
+        };
+        if !real.starts_with(&root.scope) {
+            return Err(format!(
+                "{what}: binary '{}' is not in or below '{}'",
+                real.display(),
+                root.scope.display()
+            ));
+        }
+        self.check_dst(&real, "file")?;
+        let to = root.dst_of(&real);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        }
+        std::fs::copy(&real, &to).map_err(|e| format!("copying {}: {e}", real.display()))?;
         Ok(())
     }
 
@@ -1217,7 +1407,180 @@ mod tests {
             no_verify: false,
             mirrors: Mirrors::default(),
             progress: false,
+            platforms: Vec::new(),
+            ssh_command: None,
         }
+    }
+
+    /// An `ssh` stand-in for git: runs the remote command (`git-upload-pack
+    /// '<path>'`) locally, so SSH URLs can be tested without a server.
+    fn fake_ssh(dir: &Path) -> String {
+        let p = dir.join("fake-ssh");
+        std::fs::write(
+            &p,
+            "#!/bin/sh\n# the last argument is the remote command\nfor a; do cmd=$a; done\n\
+             echo \"$@\" >> \"$(dirname \"$0\")/ssh.log\"\n\
+             # a server resolves scp-like paths against the login's home: / here\n\
+             cd / && exec sh -c \"$cmd\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.display().to_string()
+    }
+
+    #[test]
+    fn ssh_roots_are_fetched_with_git_over_ssh() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        bare_repo(
+            &s.join("srv/org/app.git"),
+            &[
+                ("deploy/kustomization.yaml", "resources: [cm.yaml]\n"),
+                ("deploy/cm.yaml", CM),
+            ],
+            "v1",
+        );
+        let repo = s.join("srv/org/app.git");
+        for (form, dir) in [
+            (
+                format!("ssh://git@git.example.com{}//deploy?ref=v1", repo.display()),
+                "ssh-url",
+            ),
+            (
+                format!("git@git.example.com:{}//deploy?ref=v1", repo.display()),
+                "scp-like",
+            ),
+        ] {
+            write(
+                &s,
+                &format!("{dir}/app/kustomization.yaml"),
+                &format!("namePrefix: p-\nresources:\n- {form}\n"),
+            );
+            let mut o = opts(&s.join(dir).join("app"), &s.join(dir).join("out"), None);
+            o.ssh_command = Some(fake_ssh(&s));
+            let out = run(&o).unwrap_or_else(|e| panic!("{form}: {}", e.message));
+            assert!(
+                out.log.iter().any(|l| l.contains("VERIFICATION SUCCESS")),
+                "{:?}",
+                out.log
+            );
+            let k = read(&s.join(dir).join("out"), "kustomization.yaml");
+            assert!(k.contains("localized-files/git.example.com/"), "{k}");
+            let log = std::fs::read_to_string(s.join("ssh.log")).unwrap();
+            assert!(
+                log.contains("git.example.com") && log.contains("git-upload-pack"),
+                "{log}"
+            );
+        }
+        // an unknown ref is a clear error naming it, and leaves nothing
+        write(
+            &s,
+            "bad/app/kustomization.yaml",
+            &format!(
+                "resources:\n- ssh://git@git.example.com{}//deploy?ref=nope\n",
+                repo.display()
+            ),
+        );
+        let mut o = opts(&s.join("bad/app"), &s.join("bad/out"), None);
+        o.ssh_command = Some(fake_ssh(&s));
+        let e = run(&o).unwrap_err();
+        assert!(e.message.contains("at ref \"nope\""), "{}", e.message);
+        assert!(!s.join("bad/out").exists());
+        assert!(fetch::is_ssh("git@github.com:org/repo.git") && fetch::is_ssh("ssh://h/r"));
+        assert!(
+            !fetch::is_ssh("https://h/r") && !fetch::is_ssh("file:///r") && !fetch::is_ssh("/r:x")
+        );
+    }
+
+    #[test]
+    fn catalogs_and_their_pinned_binaries_are_localized() {
+        use crate::catalog::Platform;
+        use wiremock::matchers::path;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let server = rt.block_on(MockServer::start());
+        rt.block_on(async {
+            Mock::given(path("/fns/v1/fn-linux-amd64"))
+                .respond_with(ResponseTemplate::new(200).set_body_bytes(b"remote-bin".to_vec()))
+                .mount(&server)
+                .await;
+        });
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        let remote = crate::source::sha256_hex(b"remote-bin");
+        let local = crate::source::sha256_hex(b"local-bin");
+        let catalog = |remote_pin: &str| {
+            format!(
+                "apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata:\n  name: c\n\
+                 spec:\n  krmFunctions:\n  - group: example.com\n    names:\n      kind: Fn\n    \
+                 versions:\n    - name: v1\n      runtime:\n        exec:\n          platforms:\n          \
+                 - bin: fn\n            os: linux\n            arch: amd64\n            \
+                 uri: https://dl.example.com/fns/v1/fn-linux-amd64\n            sha256: {remote_pin}\n          \
+                 - bin: fn\n            os: darwin\n            arch: arm64\n            uri: bin/fn-darwin\n            \
+                 sha256: {local}\n"
+            )
+        };
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "catalogs: [catalog.yaml]\nresources: [cm.yaml]\n",
+        );
+        write(&s, "app/cm.yaml", CM);
+        write(&s, "app/catalog.yaml", &catalog(&remote));
+        write(&s, "app/bin/fn-darwin", "local-bin");
+        let mut o = opts(&s.join("app"), &s.join("out"), None);
+        o.mirrors = Mirrors(vec![(
+            "https://dl.example.com/".into(),
+            format!("{}/", server.uri()),
+        )]);
+        // without --platform: the catalog and its local binary are copied
+        let out = run(&o).unwrap();
+        assert!(
+            out.log
+                .iter()
+                .any(|l| l.contains("uses function catalogs, so it was not built")),
+            "{:?}",
+            out.log
+        );
+        assert_eq!(read(&s.join("out"), "catalog.yaml"), catalog(&remote));
+        assert_eq!(read(&s.join("out"), "bin/fn-darwin"), "local-bin");
+        assert!(!s.join("out/localized-files").exists());
+
+        // with --platform linux/amd64: the pinned binary is downloaded,
+        // verified, stored without the execute bit, and the uri rewritten
+        o.new_dir = Some(s.join("out2").display().to_string());
+        o.platforms = vec![Platform::parse("linux/amd64").unwrap()];
+        let out = run(&o).unwrap();
+        let stored = "localized-files/dl.example.com/fns/v1/fn-linux-amd64";
+        assert_eq!(read(&s.join("out2"), stored), "remote-bin");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(s.join("out2").join(stored))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o111, 0, "{mode:o}");
+        assert!(
+            out.log.iter().any(|l| l.contains("not executable")),
+            "{:?}",
+            out.log
+        );
+        let copied = read(&s.join("out2"), "catalog.yaml");
+        assert!(copied.contains(&format!("uri: {stored}\n")), "{copied}");
+        assert!(copied.contains("uri: bin/fn-darwin\n"), "{copied}");
+
+        // a binary that does not match its pin fails and leaves nothing
+        write(&s, "app/catalog.yaml", &catalog(&local));
+        o.new_dir = Some(s.join("out3").display().to_string());
+        let e = run(&o).unwrap_err();
+        assert!(
+            e.message.contains(&format!(
+                "is sha256:{remote}, the catalog pins sha256:{local}"
+            )),
+            "{}",
+            e.message
+        );
+        assert!(!s.join("out3").exists());
     }
 
     const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";

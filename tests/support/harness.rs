@@ -140,6 +140,17 @@ impl Harness {
         }));
     }
 
+    /// Stores the directory `dir` as the bundle ConfigMap `name` in `ns`
+    /// (binary files included).
+    pub fn bundle_dir(&self, ns: &str, name: &str, dir: &Path) {
+        let data = krmsync::source::create_bundle(dir).unwrap();
+        self.fake.insert(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns},
+            "binaryData": {"bundle.tar.gz": b64(&data)},
+        }));
+    }
+
     /// Stores `files` as the bundle Secret `name` in `ns`.
     pub fn secret_bundle(&self, ns: &str, name: &str, files: &[(&str, &str)]) {
         self.fake.insert(json!({

@@ -23,10 +23,10 @@ use std::sync::Arc;
 
 use function::ResolvedFunction;
 
-use super::super::error::{Error, Result};
+use super::super::error::{Error, ErrorKind, Result};
 use super::super::function::{
-    self, FunctionCall, FunctionRunner, FunctionSpec, KUSTOMIZE_ID_ANNOTATION,
-    LOCAL_CONFIG_ANNOTATION, LegacyPluginCall,
+    self, CatalogLayer, CatalogScope, FunctionCall, FunctionRunner, FunctionSpec,
+    KUSTOMIZE_ID_ANNOTATION, LOCAL_CONFIG_ANNOTATION, LegacyPluginCall,
 };
 use super::super::resource::{Origin, ResMap, Resource};
 use super::super::target::{Target, parse_resources};
@@ -40,24 +40,41 @@ pub enum External {
     Catalog(Arc<dyn ResolvedFunction>),
 }
 
-/// Resolves a config without a runtime annotation through the layer's
-/// catalogs.
+/// Resolves a config through the build's catalog resolver: on the CLI
+/// (scope `Layer`) a config without a runtime annotation in a layer with
+/// `catalogs:`; in-cluster (scope `Build`) every config.
 fn resolve_in_catalogs(t: &Target, cfg: &Resource) -> Result<Option<External>> {
-    if t.catalogs.is_empty() {
-        return Ok(None);
-    }
-    if !matches!(function::function_spec(&cfg.obj), Ok(None)) {
-        // An explicit runtime short-circuits the catalogs (KEP-2906).
-        return Ok(None);
-    }
     let Some(resolver) = t.ctx.opts.catalog_resolver.as_ref() else {
         return Ok(None);
     };
+    let every = resolver.scope() == CatalogScope::Build;
+    if !every {
+        if t.catalogs.is_empty() {
+            return Ok(None);
+        }
+        if !matches!(function::function_spec(&cfg.obj), Ok(None)) {
+            // An explicit runtime short-circuits the catalogs (KEP-2906).
+            return Ok(None);
+        }
+    }
+    let layer = CatalogLayer {
+        catalogs: &t.catalogs,
+        dir: t.loader.root(),
+    };
     let resolved = resolver
-        .resolve(&t.catalogs, &cfg.obj)
-        .map_err(|e| Error::invalid(format!("resolving '{}' in catalogs: {e}", cfg.cur_id())))?;
+        .resolve(layer, &cfg.obj)
+        .map_err(|e| e.context(format!("resolving '{}' in catalogs", cfg.cur_id())))?;
     match resolved {
         Some(r) => Ok(Some(External::Catalog(r))),
+        None if every => Err(Error::of(
+            ErrorKind::FunctionNotApproved,
+            format!(
+                "{} {} ('{}') is not approved: no catalog of this build defines it",
+                cfg.api_version(),
+                cfg.kind(),
+                cfg.name()
+            ),
+        )),
         None if !t.ctx.opts.enable_alpha_plugins => Err(Error::invalid(format!(
             "no catalog of this layer ({}) defines {} {}, and it names no runtime \
              (config.kubernetes.io/function)",
@@ -151,7 +168,7 @@ fn call_function(
     spec: &FunctionSpec,
     items: Vec<Value>,
 ) -> Result<Option<Vec<Value>>> {
-    if let FunctionSpec::Exec { path } = spec {
+    if let FunctionSpec::Exec { path, .. } = spec {
         if path.is_empty() {
             return Ok(None);
         }
@@ -182,7 +199,12 @@ fn run_spec(
         items,
         working_dir: t.loader.root(),
     })
-    .map_err(|e| Error::invalid(format!("couldn't execute function: {e}")))
+    .map_err(|e| {
+        Error::of(
+            ErrorKind::FunctionFailed,
+            format!("couldn't execute function: {e}"),
+        )
+    })
 }
 
 /// Runs a catalog function: the resolver's checks, then the runtime.
@@ -193,8 +215,8 @@ fn call_catalog(
     items: Vec<Value>,
 ) -> Result<Vec<Value>> {
     let spec = f.prepare().map_err(|e| {
-        Error::invalid(format!(
-            "function '{}' ({}) was not run: {e}",
+        e.context(format!(
+            "function '{}' ({}) was not run",
             plugin_name(cfg),
             f.describe()
         ))
