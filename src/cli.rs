@@ -114,6 +114,10 @@ enum Command {
         /// their sha256 and stored without the execute bit.
         #[arg(long = "platform", value_name = "OS/ARCH")]
         platform: Vec<String>,
+        /// Also pack the localized directory into this bundle (`.tar.gz`,
+        /// as `krmsync bundle create` does) and print its revision.
+        #[arg(long = "bundle", value_name = "FILE")]
+        bundle: Option<PathBuf>,
         /// Print nothing on success.
         #[arg(long, short = 'q')]
         quiet: bool,
@@ -540,6 +544,7 @@ fn localize_command(
     no_verify: bool,
     mirror: &[String],
     platform: &[String],
+    bundle: Option<&Path>,
     quiet: bool,
 ) -> Result<String, String> {
     if args.len() > 2 {
@@ -564,8 +569,22 @@ fn localize_command(
     match crate::localize::run(&opts) {
         Ok(o) => {
             if !quiet {
-                for l in o.log {
+                for l in &o.log {
                     eprintln!("{l}");
+                }
+            }
+            if let Some(file) = bundle {
+                let data = crate::source::create_bundle(&o.new_dir)
+                    .map_err(|e| format!("bundling {}: {e}", o.new_dir.display()))?;
+                std::fs::write(file, &data)
+                    .map_err(|e| format!("writing {}: {e}", file.display()))?;
+                if !quiet {
+                    eprintln!(
+                        "BUNDLE: {}: {} bytes, revision sha256:{}",
+                        file.display(),
+                        data.len(),
+                        crate::controller::storage::sha256_hex(&data)
+                    );
                 }
             }
             Ok(String::new())
@@ -665,9 +684,16 @@ pub fn main() -> ExitCode {
             no_verify,
             mirror,
             platform,
+            bundle,
             quiet,
         } => report(localize_command(
-            args, scope, no_verify, &mirror, &platform, quiet,
+            args,
+            scope,
+            no_verify,
+            &mirror,
+            &platform,
+            bundle.as_deref(),
+            quiet,
         )),
         Command::Sandbox(SandboxCommand::Status { require_sandbox }) => {
             let probe = crate::krm::sandbox::probe();

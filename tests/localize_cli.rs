@@ -122,3 +122,56 @@ fn failures_exit_1_and_leave_nothing() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected FROM=TO"));
 }
+
+/// The one-step air-gapped form: `--bundle` packs the localized copy, and
+/// the bundle builds the same as the copy.
+#[test]
+fn bundle_packs_the_localized_copy() {
+    let t = tempfile::tempdir().unwrap();
+    let s = std::fs::canonicalize(t.path()).unwrap();
+    write(&s, "served/v1/cm.yaml", CM);
+    write(
+        &s,
+        "app/kustomization.yaml",
+        "namePrefix: x-\nresources:\n- https://files.example.com/v1/cm.yaml\n",
+    );
+    let out = krmsync(&s)
+        .args(["localize", "app", "out", "--bundle", "app.tar.gz"])
+        .args([
+            "--mirror",
+            &format!(
+                "https://files.example.com/=file://{}/",
+                s.join("served").display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let data = std::fs::read(s.join("app.tar.gz")).unwrap();
+    let revision = krmsync::source::sha256_hex(&data);
+    assert!(
+        stderr.contains(&format!(
+            "BUNDLE: app.tar.gz: {} bytes, revision sha256:{revision}",
+            data.len()
+        )),
+        "{stderr}"
+    );
+    // unpacked, the bundle is the localized copy
+    let unpacked = s.join("unpacked");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let gz = flate2::read::GzDecoder::new(&data[..]);
+    tar::Archive::new(gz).unpack(&unpacked).unwrap();
+    let build = |dir: &Path| {
+        let out = krmsync(&s).arg("build").arg(dir).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let copy = build(&s.join("out"));
+    assert!(copy.contains("name: x-c"), "{copy}");
+    assert_eq!(build(&unpacked), copy);
+}
