@@ -676,3 +676,229 @@ fn value_add_transformer_follows_kustomize() {
         assert!(e.contains(msg), "{cfg}: {e}");
     }
 }
+
+// Rule (kyaml node sharing): a labels or annotations transformer that
+// creates a key at several field specs of one resource creates one YAML
+// node for all of them. A later in-place write of that node anywhere (the
+// key set again by an upper layer's labels, a strategic-merge patch, a
+// replacement) shows at every linked field, even where the later
+// transformer does not reach (selectors with `includeSelectors: false`).
+// A JSON patch re-creates the resource's nodes (unlinks them); a patch
+// that deletes one linked field only takes that field out; labels written
+// literally in a file are never linked.
+const LINK_DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: web
+        image: nginx
+";
+const LINK_SERVICE: &str = "apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector:
+    app: web
+";
+const LINK_MID: &str = "resources: [../base]
+labels:
+- pairs: {env: dev}
+  includeSelectors: true
+";
+
+/// The `env:` and `note:` values of the output, in order (Service first:
+/// metadata, selector; then the Deployment: metadata, selector, template).
+fn linked_values(layers: &[(&str, &str)], deployment: &str) -> Vec<String> {
+    let mut files = vec![
+        ("/t/base/d.yaml", deployment),
+        ("/t/base/s.yaml", LINK_SERVICE),
+        (
+            "/t/base/kustomization.yaml",
+            "resources: [d.yaml, s.yaml]\n",
+        ),
+    ];
+    let owned: Vec<(String, &str)> = layers
+        .iter()
+        .map(|(dir, k)| (format!("/t/{dir}/kustomization.yaml"), *k))
+        .collect();
+    files.extend(owned.iter().map(|(p, k)| (p.as_str(), *k)));
+    ok(&files, "/t/top")
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("env:") || l.starts_with("note:"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn fields_a_labels_transformer_created_together_stay_linked() {
+    let top_prod = "resources: [../mid]\nlabels:\n- pairs: {env: prod}\n";
+    // an upper layer without selectors still changes the linked selectors
+    assert_eq!(
+        linked_values(&[("mid", LINK_MID), ("top", top_prod)], LINK_DEPLOYMENT),
+        ["env: prod"; 5]
+    );
+    // includeTemplates links metadata and template labels
+    assert_eq!(
+        linked_values(
+            &[
+                (
+                    "mid",
+                    "resources: [../base]\nlabels:\n- pairs: {env: dev}\n  includeTemplates: true\n"
+                ),
+                ("top", top_prod)
+            ],
+            LINK_DEPLOYMENT
+        ),
+        ["env: prod"; 3]
+    );
+    // a strategic-merge patch writes in place: the group follows
+    assert_eq!(
+        linked_values(
+            &[
+                ("mid", LINK_MID),
+                (
+                    "top",
+                    "resources: [../mid]\npatches:\n\
+                     - patch: '{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, labels: {env: patched}}}'\n\
+                     - patch: '{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {selector: {env: sel}}}'\n"
+                )
+            ],
+            LINK_DEPLOYMENT
+        ),
+        [
+            "env: sel",
+            "env: sel",
+            "env: patched",
+            "env: patched",
+            "env: patched"
+        ]
+    );
+    // so does a replacement
+    assert_eq!(
+        linked_values(
+            &[
+                ("mid", LINK_MID),
+                (
+                    "top",
+                    "resources: [../mid]\nreplacements:\n- source: {kind: Deployment, fieldPath: metadata.name}\n  \
+                     targets:\n  - select: {kind: Deployment}\n    fieldPaths: [metadata.labels.env]\n"
+                )
+            ],
+            LINK_DEPLOYMENT
+        ),
+        ["env: dev", "env: dev", "env: web", "env: web", "env: web"]
+    );
+    // and annotations are linked the same way
+    assert_eq!(
+        linked_values(
+            &[
+                (
+                    "mid",
+                    "resources: [../base]\ncommonAnnotations: {note: one}\n"
+                ),
+                (
+                    "top",
+                    "resources: [../mid]\npatches:\n\
+                     - patch: '{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, annotations: {note: two}}}'\n"
+                )
+            ],
+            LINK_DEPLOYMENT
+        ),
+        ["note: one", "note: two", "note: two"]
+    );
+}
+
+#[test]
+fn json_patches_and_deletions_unlink_and_literal_labels_never_link() {
+    let top_prod = "resources: [../mid2]\nlabels:\n- pairs: {env: prod}\n";
+    // a JSON patch (any path) re-creates the Deployment's nodes; the
+    // Service it does not touch stays linked
+    assert_eq!(
+        linked_values(
+            &[
+                ("mid", LINK_MID),
+                (
+                    "mid2",
+                    "resources: [../mid]\npatches:\n- target: {kind: Deployment}\n  \
+                     patch: '[{\"op\": \"add\", \"path\": \"/spec/replicas\", \"value\": 2}]'\n"
+                ),
+                ("top", top_prod)
+            ],
+            LINK_DEPLOYMENT
+        ),
+        [
+            "env: prod",
+            "env: prod",
+            "env: prod",
+            "env: dev",
+            "env: dev"
+        ]
+    );
+    // a patch deleting the metadata label takes only it out of the group
+    assert_eq!(
+        linked_values(
+            &[
+                ("mid", LINK_MID),
+                (
+                    "mid2",
+                    "resources: [../mid]\npatches:\n\
+                     - patch: '{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, labels: {env: null}}}'\n"
+                ),
+                ("top", top_prod)
+            ],
+            LINK_DEPLOYMENT
+        ),
+        [
+            "env: prod",
+            "env: prod",
+            "env: prod",
+            "env: dev",
+            "env: dev"
+        ]
+    );
+    // labels written in the file are separate nodes
+    let literal = LINK_DEPLOYMENT
+        .replace(
+            "  name: web\nspec:",
+            "  name: web\n  labels:\n    env: file\nspec:",
+        )
+        .replace(
+            "      app: web\n  template:",
+            "      app: web\n      env: file\n  template:",
+        );
+    assert_eq!(
+        linked_values(
+            &[
+                ("mid", "resources: [../base]\n"),
+                ("mid2", "resources: [../mid]\n"),
+                ("top", top_prod)
+            ],
+            &literal
+        ),
+        ["env: prod", "env: prod", "env: file"]
+    );
+    // within one layer patches run before labels: nothing is linked yet
+    assert_eq!(
+        linked_values(
+            &[(
+                "top",
+                "resources: [../base]\nlabels:\n- pairs: {env: dev}\n  includeSelectors: true\npatches:\n\
+                 - patch: '{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, labels: {env: smp}}}'\n"
+            )],
+            LINK_DEPLOYMENT
+        ),
+        ["env: dev"; 5]
+    );
+}

@@ -9,6 +9,7 @@ use std::sync::{Arc, LazyLock};
 
 use super::error::{Error, Result};
 use super::resid::Gvk;
+use super::resource::PathSeg;
 use super::yaml::{Mapping, Value};
 
 /// One field spec.
@@ -96,7 +97,24 @@ pub fn walk(
     leaf: Leaf,
     f: &mut dyn FnMut(&mut Value) -> Result<()>,
 ) -> Result<()> {
-    walk_parts(obj, &spec.parts, spec.create, leaf, f)
+    walk_parts(
+        obj,
+        &spec.parts,
+        spec.create,
+        leaf,
+        &mut Vec::new(),
+        &mut |_, v| f(v),
+    )
+}
+
+/// [`walk`], also giving `f` the concrete path of each node.
+pub fn walk_with_path(
+    obj: &mut Value,
+    spec: &FieldSpec,
+    leaf: Leaf,
+    f: &mut dyn FnMut(&[PathSeg], &mut Value) -> Result<()>,
+) -> Result<()> {
+    walk_parts(obj, &spec.parts, spec.create, leaf, &mut Vec::new(), f)
 }
 
 fn walk_parts(
@@ -104,15 +122,19 @@ fn walk_parts(
     parts: &[String],
     create: bool,
     leaf: Leaf,
-    f: &mut dyn FnMut(&mut Value) -> Result<()>,
+    path: &mut Vec<PathSeg>,
+    f: &mut dyn FnMut(&[PathSeg], &mut Value) -> Result<()>,
 ) -> Result<()> {
     let Some((first, rest)) = parts.split_first() else {
-        return f(node);
+        return f(path, node);
     };
     match node {
         Value::Seq(items) => {
-            for item in items.iter_mut() {
-                walk_parts(item, parts, create, leaf, f)?;
+            for (i, item) in items.iter_mut().enumerate() {
+                path.push(PathSeg::Index(i));
+                let r = walk_parts(item, parts, create, leaf, path, f);
+                path.pop();
+                r?;
             }
             Ok(())
         }
@@ -138,7 +160,10 @@ fn walk_parts(
             if child.is_null() && create && !is_seq && !(rest.is_empty() && leaf == Leaf::Scalar) {
                 *child = Value::Map(Mapping::new());
             }
-            walk_parts(child, rest, create, leaf, f)
+            path.push(PathSeg::Key(field.to_string()));
+            let r = walk_parts(child, rest, create, leaf, path, f);
+            path.pop();
+            r
         }
         Value::Null => Ok(()),
         _ => Err(Error::invalid(format!(

@@ -175,12 +175,18 @@ fn apply_smp_to_resource(
     if allow_name || allow_kind {
         r.store_previous_id(schema);
     }
+    // kyaml merges in place: a linked scalar the patch sets changes its
+    // whole group (see `Resource::links`)
+    let before = (!r.links.is_empty()).then(|| r.obj.clone());
     let merged = strategic_merge_owned(std::mem::take(&mut r.obj), &p, schema)
         .map_err(|e| Error::invalid(e.0))?;
     let Some(merged) = merged.filter(|v| v.as_map().is_some_and(|mm| !mm.is_empty())) else {
         return Ok(false);
     };
     r.obj = merged;
+    if let Some(before) = before {
+        r.propagate_links(&before);
+    }
     if !allow_kind {
         r.set_kind(&kind);
     }
@@ -433,6 +439,8 @@ fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
         }
     }
     let result = apply_json6902(&mut r.obj, ops);
+    // kustomize patches JSON text and parses it again: every node is new
+    r.links.clear();
     if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
         let empty = match meta.get_mut("annotations") {
             Some(Value::Map(a)) => {
@@ -481,6 +489,7 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
     // resource has annotations (kustomize 5.5 fails on such an add too)
     for i in hits {
         m.modify(i, |r| {
+            r.links.clear();
             apply_json6902(&mut r.obj, &ops).map_err(|e| {
                 Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
             })

@@ -578,6 +578,12 @@ impl ReplacementResource for Resource {
     fn object_mut(&mut self) -> &mut Value {
         &mut self.obj
     }
+    fn has_links(&self) -> bool {
+        !self.links.is_empty()
+    }
+    fn written(&mut self, before: &Value) {
+        self.propagate_links(before);
+    }
 }
 
 /// Runs `replacements:` entries (inline or `{path: file}`) of a

@@ -297,6 +297,13 @@ pub trait ReplacementResource {
     fn object(&self) -> &Value;
     /// The resource document, for writing targets.
     fn object_mut(&mut self) -> &mut Value;
+    /// Whether some of its scalars are linked (kustomize writes targets in
+    /// place: a linked scalar changes its group).
+    fn has_links(&self) -> bool {
+        false
+    }
+    /// Called after targets were written, with the document before.
+    fn written(&mut self, _before: &Value) {}
 }
 
 /// The YAML type a scalar node carries (its resolved tag).
@@ -567,7 +574,11 @@ fn apply_target<R: ReplacementResource>(
             .iter()
             .any(|r| !r.id_is_empty() && ids.iter().any(|id| r.selects_id(id)));
         if selected && !rejected_by_id {
+            let before = res.has_links().then(|| res.object().clone());
             copy_to_target(res.object_mut(), value, t.options.as_ref(), &paths)?;
+            if let Some(before) = before {
+                res.written(&before);
+            }
         }
     }
     Ok(())

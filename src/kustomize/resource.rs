@@ -103,6 +103,30 @@ impl Origin {
     }
 }
 
+/// One step of a path inside a resource.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PathSeg {
+    Key(String),
+    Index(usize),
+}
+
+/// The value at `path`, if there is one.
+pub fn value_at<'a>(v: &'a Value, path: &[PathSeg]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, seg| match (seg, v) {
+        (PathSeg::Key(k), Value::Map(m)) => m.get(k.as_str()),
+        (PathSeg::Index(i), Value::Seq(s)) => s.get(*i),
+        _ => None,
+    })
+}
+
+fn value_at_mut<'a>(v: &'a mut Value, path: &[PathSeg]) -> Option<&'a mut Value> {
+    path.iter().try_fold(v, |v, seg| match (seg, v) {
+        (PathSeg::Key(k), Value::Map(m)) => m.get_mut(k.as_str()),
+        (PathSeg::Index(i), Value::Seq(s)) => s.get_mut(*i),
+        _ => None,
+    })
+}
+
 /// One resource plus the bookkeeping kustomize keeps beside it.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Resource {
@@ -123,9 +147,65 @@ pub struct Resource {
     pub transformations: Vec<Origin>,
     /// Var names referring to this resource.
     pub ref_var_names: Vec<String>,
+    /// Fields that are one YAML node in kustomize (kyaml): a labels or
+    /// annotations transformer creating a key at several field specs of a
+    /// resource creates one node for them all. A later in-place write to
+    /// any of them (the key set again by a labels or annotations
+    /// transformer, a strategic-merge patch, a replacement) shows in all;
+    /// a JSON patch or a KRM function re-creates the resource's nodes and
+    /// unlinks them. Each group lists the paths of the linked scalars.
+    pub links: Vec<Vec<Vec<PathSeg>>>,
 }
 
 impl Resource {
+    /// Records that the scalars at `paths` are one node.
+    pub fn link(&mut self, paths: Vec<Vec<PathSeg>>) {
+        if paths.len() > 1 {
+            self.links.push(paths);
+        }
+    }
+
+    /// Sets `value` at every path linked to `path` (an in-place write of
+    /// the node at `path`).
+    pub fn write_linked(&mut self, path: &[PathSeg], value: &Value) {
+        let targets: Vec<Vec<PathSeg>> = self
+            .links
+            .iter()
+            .filter(|g| g.iter().any(|p| p == path))
+            .flat_map(|g| g.iter().filter(|p| p.as_slice() != path).cloned())
+            .collect();
+        for t in targets {
+            if let Some(v) = value_at_mut(&mut self.obj, &t)
+                && !matches!(v, Value::Map(_) | Value::Seq(_))
+            {
+                *v = value.clone();
+            }
+        }
+    }
+
+    /// After an operation that writes nodes in place (a strategic-merge
+    /// patch, replacements): a linked scalar it changed changes its whole
+    /// group. Paths it removed leave their group.
+    pub fn propagate_links(&mut self, before: &Value) {
+        if self.links.is_empty() {
+            return;
+        }
+        let mut writes = Vec::new();
+        for g in &mut self.links {
+            g.retain(|p| value_at(&self.obj, p).is_some());
+            for p in g.iter() {
+                let now = value_at(&self.obj, p);
+                if now.is_some() && now != value_at(before, p) {
+                    writes.push((p.clone(), now.cloned().unwrap_or(Value::Null)));
+                }
+            }
+        }
+        self.links.retain(|g| g.len() > 1);
+        for (p, v) in writes {
+            self.write_linked(&p, &v);
+        }
+    }
+
     pub fn new(obj: Value) -> Resource {
         Resource {
             obj,

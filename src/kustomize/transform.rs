@@ -4,11 +4,11 @@
 use regex::Regex;
 
 use super::error::{Error, Result};
-use super::fieldspec::{FieldSpec, Leaf, walk};
+use super::fieldspec::{FieldSpec, Leaf, walk, walk_with_path};
 use super::kustomization::{ImageEntry, ReplicaEntry};
 use super::openapi::Schema;
 use super::resid::Gvk;
-use super::resource::{ResMap, Resource};
+use super::resource::{PathSeg, ResMap, Resource};
 use super::yaml::{Mapping, Value};
 
 /// Kinds whose names never get a prefix or suffix.
@@ -225,36 +225,56 @@ pub fn set_map_entries(
     Ok(())
 }
 
-/// [`set_map_entries`] for one resource.
+/// [`set_map_entries`] for one resource, as kustomize's labels and
+/// annotations filters: key by key, over every field spec. The locations
+/// where a key is created share one node (see [`Resource::links`]); where
+/// it exists, its node is written in place (and so are the nodes linked
+/// to it).
 pub fn apply_map_entries(
     r: &mut Resource,
     pairs: &[(String, String)],
     specs: &[FieldSpec],
 ) -> Result<()> {
     let gvk = r.gvk();
-    for fs in specs {
-        if !fs.applies_to(&gvk) {
-            continue;
-        }
-        walk(&mut r.obj, fs, Leaf::Map, &mut |v| {
-            if v.is_null() {
-                *v = Value::Map(Mapping::new());
+    for (k, val) in pairs {
+        let mut created: Vec<Vec<PathSeg>> = Vec::new();
+        let mut updated: Vec<Vec<PathSeg>> = Vec::new();
+        for fs in specs {
+            if !fs.applies_to(&gvk) {
+                continue;
             }
-            match v.as_map_mut() {
-                Some(mm) => {
-                    for (k, val) in pairs {
-                        mm.insert(k.clone(), Value::from(val.as_str()));
-                    }
-                    Ok(())
+            walk_with_path(&mut r.obj, fs, Leaf::Map, &mut |path, v| {
+                if v.is_null() {
+                    *v = Value::Map(Mapping::new());
                 }
-                None => Err(Error::invalid(format!(
-                    "{}: field '{}' is not a map",
-                    r_id_string(&gvk),
-                    fs.path
-                ))),
-            }
-        })
-        .map_err(|e| e.context(format!("applying field spec '{}'", fs.path)))?;
+                match v.as_map_mut() {
+                    Some(mm) => {
+                        let mut at = path.to_vec();
+                        at.push(PathSeg::Key(k.clone()));
+                        if mm.contains_key(k.as_str()) {
+                            if !created.contains(&at) {
+                                updated.push(at);
+                            }
+                        } else {
+                            created.push(at);
+                        }
+                        mm.insert(k.clone(), Value::from(val.as_str()));
+                        Ok(())
+                    }
+                    None => Err(Error::invalid(format!(
+                        "{}: field '{}' is not a map",
+                        r_id_string(&gvk),
+                        fs.path
+                    ))),
+                }
+            })
+            .map_err(|e| e.context(format!("applying field spec '{}'", fs.path)))?;
+        }
+        let value = Value::from(val.as_str());
+        for p in &updated {
+            r.write_linked(p, &value);
+        }
+        r.link(created);
     }
     Ok(())
 }
