@@ -902,3 +902,97 @@ fn json_patches_and_deletions_unlink_and_literal_labels_never_link() {
         ["env: dev"; 5]
     );
 }
+
+// Rule (name references across a diamond): among several referral
+// candidates, kustomize 5.5 first keeps those whose prefix and suffix
+// histories end like the referrer's, an empty history matching any; only
+// when several remain does it require exact same endings. So a base
+// reached through overlays with different prefixes (or suffixes) refers
+// to its own copy of a generated ConfigMap even when the referrer, in a
+// nested kustomization, got a prefix or suffix of its own.
+fn diamond_refs(outer: (&str, &str), service: &str, cms: &str) -> Vec<String> {
+    let deployment = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        envFrom:
+        - configMapRef:
+            name: example-configmap
+";
+    let a = format!("resources: [../common]\n{}\n", outer.0);
+    let b = format!("resources: [../common]\n{}\n", outer.1);
+    let svc = format!("resources: [deployment.yaml]\n{service}");
+    let cm = format!("configMapGenerator:\n- name: example-configmap\n  literals: [a=b]\n{cms}");
+    ok(
+        &[
+            ("/d/kustomization.yaml", "resources: [a, b]\n"),
+            ("/d/a/kustomization.yaml", &a),
+            ("/d/b/kustomization.yaml", &b),
+            (
+                "/d/common/kustomization.yaml",
+                "resources: [service, cms]\n",
+            ),
+            ("/d/common/service/kustomization.yaml", &svc),
+            ("/d/common/service/deployment.yaml", deployment),
+            ("/d/common/cms/kustomization.yaml", &cm),
+        ],
+        "/d",
+    )
+    .lines()
+    .filter(|l| l.starts_with("            name: "))
+    .map(|l| l.trim().trim_start_matches("name: ").to_string())
+    .collect()
+}
+
+#[test]
+fn diamond_name_references_match_on_prefix_and_suffix_history() {
+    let prefixes = ("namePrefix: a-", "namePrefix: b-");
+    let suffixes = ("nameSuffix: -a", "nameSuffix: -b");
+    // the referrer has a suffix of its own; the ConfigMap has none
+    assert_eq!(
+        diamond_refs(prefixes, "nameSuffix: -api\n", ""),
+        [
+            "a-example-configmap-4h2mbtbbt6",
+            "b-example-configmap-4h2mbtbbt6"
+        ]
+    );
+    // the ConfigMap has a prefix of its own; the referrer none
+    assert_eq!(
+        diamond_refs(prefixes, "", "namePrefix: q-\n"),
+        [
+            "a-q-example-configmap-4h2mbtbbt6",
+            "b-q-example-configmap-4h2mbtbbt6"
+        ]
+    );
+    // the same with the overlays adding suffixes
+    assert_eq!(
+        diamond_refs(suffixes, "namePrefix: p-\n", ""),
+        [
+            "example-configmap-a-4h2mbtbbt6",
+            "example-configmap-b-4h2mbtbbt6"
+        ]
+    );
+    assert_eq!(
+        diamond_refs(suffixes, "", "nameSuffix: -cm\n"),
+        [
+            "example-configmap-cm-a-4h2mbtbbt6",
+            "example-configmap-cm-b-4h2mbtbbt6"
+        ]
+    );
+    // histories that differ where both have entries never match: the
+    // reference is left alone
+    assert_eq!(
+        diamond_refs(prefixes, "namePrefix: p-\n", "namePrefix: q-\n"),
+        ["example-configmap", "example-configmap"]
+    );
+    assert_eq!(
+        diamond_refs(prefixes, "nameSuffix: -api\n", "nameSuffix: -cm\n"),
+        ["example-configmap", "example-configmap"]
+    );
+}

@@ -115,14 +115,19 @@ impl Ctx<'_> {
         if out.len() <= 1 {
             return Ok(out.first().copied());
         }
-        let narrowed: Vec<usize> = out
-            .iter()
-            .copied()
-            .filter(|&i| {
-                same_ending(&self.cands[i].prefixes, referrer.prefixes)
-                    && same_ending(&self.cands[i].suffixes, referrer.suffixes)
-            })
-            .collect();
+        // kustomize 5.5: a coarse pass where an empty prefix (suffix) list
+        // matches any, then, if several remain, exact same endings
+        let matches = |i: usize, allow_empty: bool| {
+            let c = &self.cands[i];
+            let eq = |a: &[String], b: &[String]| {
+                (allow_empty && (a.is_empty() || b.is_empty())) || same_ending(a, b)
+            };
+            eq(&c.prefixes, referrer.prefixes) && eq(&c.suffixes, referrer.suffixes)
+        };
+        let mut narrowed: Vec<usize> = out.iter().copied().filter(|&i| matches(i, true)).collect();
+        if narrowed.len() > 1 {
+            narrowed.retain(|&i| matches(i, false));
+        }
         if narrowed.len() == 1 {
             return Ok(narrowed.first().copied());
         }
