@@ -996,3 +996,110 @@ fn diamond_name_references_match_on_prefix_and_suffix_history() {
         ["example-configmap", "example-configmap"]
     );
 }
+
+// Rule (nulls written as nothing): kyaml keeps a `key:` with no value apart
+// from an explicit `null`/`~`. Without patches both print as `null`. A
+// strategic-merge patch applied to the resource walks its maps (and the
+// items of lists it merges by key) and drops the fields whose value was
+// written as nothing, unless the patch sets them; explicit nulls, nulls in
+// lists it does not merge by key (and in a CRD's lists), items of a `*List`
+// file and fields a JSON patch saw (it writes JSON, so they are explicit by
+// then) stay `null`.
+#[test]
+fn strategic_merge_drops_nulls_written_as_nothing() {
+    let resources = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  replicas:
+  template:
+    spec:
+      affinity:
+        nodeAffinity:
+          required:
+          preferred: ~
+          other: null
+      tolerations:
+      - key: k
+        value:
+      containers:
+      - name: c
+        image: x
+        args:
+        env: ~
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w
+spec:
+  size:
+  items:
+  - name: a
+    value:
+status:
+";
+    let build = |k: &str| {
+        ok(
+            &[("/n/r.yaml", resources), ("/n/kustomization.yaml", k)],
+            "/n",
+        )
+    };
+    let smp = "patches:
+- patch: '{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {paused: true}}'
+- patch: '{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {other: 1}}'
+";
+    let nulls = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.ends_with(": null"))
+            .map(|l| l.trim().trim_start_matches("- ").to_string())
+            .collect()
+    };
+    // no patch: every null is printed
+    let plain = build("resources: [r.yaml]\n");
+    assert_eq!(nulls(&plain).len(), 10, "{plain}");
+    // a patch drops the ones written as nothing, where it walks
+    let patched = build(&format!("resources: [r.yaml]\n{smp}"));
+    assert_eq!(
+        nulls(&patched),
+        [
+            "other: null",
+            "preferred: null",
+            "env: null",
+            "value: null",
+            "value: null"
+        ],
+        "{patched}"
+    );
+    assert!(!patched.contains("status"), "{patched}");
+    // a patch that sets one keeps its value
+    let set = build(
+        "resources: [r.yaml]\npatches:\n- patch: '{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 2}}'\n",
+    );
+    assert!(
+        set.contains("  replicas: 2\n") && !set.contains("required"),
+        "{set}"
+    );
+    // after a JSON patch they are explicit nulls: a later merge keeps them
+    let json_first = ok(
+        &[
+            ("/n/base/r.yaml", resources),
+            (
+                "/n/base/kustomization.yaml",
+                "resources: [r.yaml]\npatches:\n- target: {kind: Deployment}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/paused\", \"value\": true}]'\n",
+            ),
+            (
+                "/n/kustomization.yaml",
+                &format!("resources: [base]\n{smp}"),
+            ),
+        ],
+        "/n",
+    );
+    assert!(
+        json_first.contains("required: null") && json_first.contains("replicas: null"),
+        "{json_first}"
+    );
+    // (the Widget, which no JSON patch touched, still loses its own)
+    assert_eq!(nulls(&json_first).len(), 8, "{json_first}");
+}

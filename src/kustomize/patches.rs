@@ -8,9 +8,9 @@ use super::error::{Error, Result};
 use super::kustomization::PatchEntry;
 use super::loader::Loader;
 use super::openapi::Schema;
-use super::patch::{apply_json6902, strategic_merge_owned};
+use super::patch::{EMPTY_NULL_MARK, apply_json6902, strategic_merge_owned};
 use super::resid::{Gvk, ResId};
-use super::resource::{ResMap, Resource};
+use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
 use super::selector::{LabelSelector, Selector};
 use super::target::split_resources;
 use super::yaml::{Value, parse};
@@ -135,6 +135,52 @@ pub fn select(m: &mut ResMap, sel: &Selector, schema: &Schema) -> Result<Vec<usi
         .collect())
 }
 
+/// Puts [`EMPTY_NULL_MARK`] where the resource has nulls written as nothing
+/// (map fields only); whether it did.
+fn mark_empty_nulls(r: &mut Resource) -> bool {
+    let mut any = false;
+    for p in &r.empty_nulls {
+        if matches!(p.last(), Some(PathSeg::Key(_)))
+            && let Some(v) = value_at_mut(&mut r.obj, p)
+            && v.is_null()
+        {
+            *v = Value::String(EMPTY_NULL_MARK.to_string());
+            any = true;
+        }
+    }
+    any
+}
+
+/// Turns the marks a merge kept back into nulls; returns their paths.
+fn unmark_empty_nulls(v: &mut Value) -> Vec<Vec<PathSeg>> {
+    fn walk(v: &mut Value, path: &mut Vec<PathSeg>, out: &mut Vec<Vec<PathSeg>>) {
+        match v {
+            Value::String(s) if s == EMPTY_NULL_MARK => {
+                *v = Value::Null;
+                out.push(path.clone());
+            }
+            Value::Map(m) => {
+                for (k, c) in m.iter_mut() {
+                    path.push(PathSeg::Key(k.clone()));
+                    walk(c, path, out);
+                    path.pop();
+                }
+            }
+            Value::Seq(items) => {
+                for (i, c) in items.iter_mut().enumerate() {
+                    path.push(PathSeg::Index(i));
+                    walk(c, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut Vec::new(), &mut out);
+    out
+}
+
 /// Applies one strategic-merge patch to the resource at `i`; returns false
 /// when the patch deleted the resource.
 fn apply_smp_at(
@@ -178,8 +224,16 @@ fn apply_smp_to_resource(
     // kyaml merges in place: a linked scalar the patch sets changes its
     // whole group (see `Resource::links`)
     let before = (!r.links.is_empty()).then(|| r.obj.clone());
+    // nulls written as nothing are dropped where the merge walks
+    let marked = mark_empty_nulls(r);
     let merged = strategic_merge_owned(std::mem::take(&mut r.obj), &p, schema)
-        .map_err(|e| Error::invalid(e.0))?;
+        .map_err(|e| Error::invalid(e.0))?
+        .map(|mut m| {
+            if marked {
+                r.empty_nulls = unmark_empty_nulls(&mut m);
+            }
+            m
+        });
     let Some(merged) = merged.filter(|v| v.as_map().is_some_and(|mm| !mm.is_empty())) else {
         return Ok(false);
     };
@@ -439,8 +493,10 @@ fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
         }
     }
     let result = apply_json6902(&mut r.obj, ops);
-    // kustomize patches JSON text and parses it again: every node is new
+    // kustomize patches JSON text and parses it again: every node is new,
+    // and nulls written as nothing become explicit `null`s
     r.links.clear();
+    r.empty_nulls.clear();
     if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
         let empty = match meta.get_mut("annotations") {
             Some(Value::Map(a)) => {
@@ -490,6 +546,7 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
     for i in hits {
         m.modify(i, |r| {
             r.links.clear();
+            r.empty_nulls.clear();
             apply_json6902(&mut r.obj, &ops).map_err(|e| {
                 Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
             })

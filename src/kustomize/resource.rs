@@ -103,12 +103,7 @@ impl Origin {
     }
 }
 
-/// One step of a path inside a resource.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum PathSeg {
-    Key(String),
-    Index(usize),
-}
+pub use super::yaml::PathSeg;
 
 /// The value at `path`, if there is one.
 pub fn value_at<'a>(v: &'a Value, path: &[PathSeg]) -> Option<&'a Value> {
@@ -119,7 +114,7 @@ pub fn value_at<'a>(v: &'a Value, path: &[PathSeg]) -> Option<&'a Value> {
     })
 }
 
-fn value_at_mut<'a>(v: &'a mut Value, path: &[PathSeg]) -> Option<&'a mut Value> {
+pub fn value_at_mut<'a>(v: &'a mut Value, path: &[PathSeg]) -> Option<&'a mut Value> {
     path.iter().try_fold(v, |v, seg| match (seg, v) {
         (PathSeg::Key(k), Value::Map(m)) => m.get_mut(k.as_str()),
         (PathSeg::Index(i), Value::Seq(s)) => s.get_mut(*i),
@@ -155,6 +150,12 @@ pub struct Resource {
     /// a JSON patch or a KRM function re-creates the resource's nodes and
     /// unlinks them. Each group lists the paths of the linked scalars.
     pub links: Vec<Vec<Vec<PathSeg>>>,
+    /// Paths of nulls written as nothing (`key:`) in the resource's file.
+    /// kyaml keeps their empty text apart from an explicit `null`: a
+    /// strategic-merge patch applied to the resource drops them where it
+    /// walks (maps, merged lists) unless it sets them; a JSON patch turns
+    /// them into explicit nulls.
+    pub empty_nulls: Vec<Vec<PathSeg>>,
 }
 
 impl Resource {

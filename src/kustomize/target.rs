@@ -21,7 +21,7 @@ use super::resid::Gvk;
 use super::resource::{Behavior, Origin, ResMap, Resource};
 use super::transform::{self, SubjectMode};
 use super::vars;
-use super::yaml::{Mapping, Value, parse};
+use super::yaml::{Mapping, PathSeg, Value, parse};
 
 /// Everything accumulated so far: resources, transformer config and vars.
 #[derive(Debug, Default)]
@@ -180,6 +180,24 @@ pub fn split_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {
 }
 
 /// Parses resource YAML (strict: duplicate keys are errors).
+/// [`parse_resources`], with each resource's nulls written as nothing
+/// (see [`Resource::empty_nulls`]; not tracked inside `*List` documents).
+pub fn parse_resources_marking(text: &str, file: &str) -> Result<Vec<(Value, Vec<Vec<PathSeg>>)>> {
+    let docs = parse::parse_documents_strict_marking_empty_nulls(text).map_err(|e| {
+        Error::invalid(format!("MalformedYAMLError: {} in File: {file}", e.message))
+    })?;
+    let mut out = Vec::new();
+    for (doc, nulls) in docs {
+        let mut values = split_resources(vec![doc], file)?;
+        if values.len() == 1 && !values[0].str_at(&["kind"]).unwrap_or("").ends_with("List") {
+            out.push((values.remove(0), nulls));
+        } else {
+            out.extend(values.into_iter().map(|v| (v, Vec::new())));
+        }
+    }
+    Ok(out)
+}
+
 pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Value>> {
     let docs = parse::parse_documents_strict(text).map_err(|e| {
         Error::invalid(format!("MalformedYAMLError: {} in File: {file}", e.message))
@@ -410,14 +428,15 @@ impl<'o> Target<'o> {
                         .loader
                         .read_string(entry)
                         .map_err(|e| e.context(format!("accumulating resources from '{entry}'")))?;
-                    let docs = parse_resources(&text, entry)
+                    let docs = parse_resources_marking(&text, entry)
                         .map_err(|e| e.context(format!("accumulating resources from '{entry}'")))?;
                     let origin = self.wants_origin().then(|| Origin {
                         path: self.origin_path(entry),
                         ..Default::default()
                     });
-                    for d in docs {
+                    for (d, empty_nulls) in docs {
                         let mut r = Resource::new(d);
+                        r.empty_nulls = empty_nulls;
                         check_resource(&r, entry)?;
                         r.origin = origin.clone();
                         ra.resources

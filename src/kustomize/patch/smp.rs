@@ -151,9 +151,22 @@ struct Walker<'s> {
     schema: &'s Schema,
 }
 
+/// Stands, while a patch is merged, for a target null written as nothing
+/// (`key:`): kyaml drops those where the merge walks, unless the patch sets
+/// them (see `Resource::empty_nulls`).
+pub const EMPTY_NULL_MARK: &str = "\u{0}krmsync:empty-null\u{0}";
+
+fn is_empty_null(v: &Value) -> bool {
+    matches!(v, Value::String(s) if s == EMPTY_NULL_MARK)
+}
+
 impl<'s> Walker<'s> {
     fn walk(&self, src: Src, schema: Option<SchemaRef<'s>>) -> Result<Res, String> {
         let src = match src {
+            Src::Pair(Some(dest), None) if is_empty_null(&dest) => return Ok(Res::Clear),
+            Src::Pair(Some(dest), origin) if is_empty_null(&dest) => {
+                Src::Pair(Some(Value::Null), origin)
+            }
             Src::Pair(Some(dest), None) => return self.untouched(dest, schema),
             other => other,
         };
@@ -184,7 +197,9 @@ impl<'s> Walker<'s> {
         match dest {
             Value::Null => Ok(Res::Val(Value::Null, Provenance::KeptNull)),
             Value::Map(mut m) => {
-                // Untouched fields are never removed: update them in place.
+                // Untouched fields are never removed (but for nulls written
+                // as nothing): update them in place.
+                m.retain(|_, v| !is_empty_null(v));
                 for (name, slot) in m.iter_mut() {
                     if !is_collection(slot) {
                         // Scalars and nulls are kept as they are.

@@ -12,4 +12,4 @@ pub mod value;
 
 pub use emit::{format_float, natural_cmp, to_go_json, write_document};
 pub use parse::{ParseError, parse_documents};
-pub use value::{Mapping, Value};
+pub use value::{Mapping, PathSeg, Value};

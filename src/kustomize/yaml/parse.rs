@@ -51,7 +51,7 @@ use std::fmt::Write as _;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span, Tag};
 
-use super::value::{Mapping, Value};
+use super::value::{Mapping, PathSeg, Value};
 
 /// A YAML document that could not be turned into a [`Value`].
 ///
@@ -132,6 +132,22 @@ pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
 /// Line numbers in syntax errors count from the start of the piece, like
 /// kustomize's.
 pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
+    parse_strict(src, false).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
+}
+
+/// [`parse_documents_strict`], with the paths of the nulls written as
+/// nothing (`key:`) in each document, which kustomize keeps apart from
+/// explicit `null`s (a strategic-merge patch drops them).
+pub fn parse_documents_strict_marking_empty_nulls(
+    src: &str,
+) -> Result<Vec<MarkedDocument>, ParseError> {
+    parse_strict(src, true)
+}
+
+/// A document and the paths of its nulls written as nothing.
+pub type MarkedDocument = (Value, Vec<Vec<PathSeg>>);
+
+fn parse_strict(src: &str, mark: bool) -> Result<Vec<MarkedDocument>, ParseError> {
     let text = normalize_newlines(src);
     let chunks = split_chunks(&text)?;
     let mut out = Vec::with_capacity(chunks.len());
@@ -146,9 +162,13 @@ pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
             };
             let mut reader = DocReader::new(piece.text, Mode::Strict);
             reader.line_offset = chunk.line_offset;
+            let mut nulls = Vec::new();
             match reader.next_document() {
-                Ok(Some(doc)) => break finish_strict(doc, piece)?,
-                Ok(None) => break Value::Null,
+                Ok(Some(doc)) => {
+                    let v = finish_strict(doc, piece, mark.then_some(&mut nulls))?;
+                    break (v, nulls);
+                }
+                Ok(None) => break (Value::Null, nulls),
                 Err(e) => {
                     let again = if retries < MAX_RETRIES {
                         patch_tab_after_colon(piece.text, &e, chunk.line_offset)
@@ -379,6 +399,10 @@ fn count_newlines(bytes: &[u8], from: usize, to: usize) -> usize {
 #[derive(Clone, Debug)]
 enum N {
     Null,
+    /// A null written as nothing (`key:`), in strict mode: kyaml keeps its
+    /// empty text, and a strategic-merge patch drops such fields where it
+    /// walks (explicit `null`/`~` stay).
+    EmptyNull,
     Bool(bool),
     Int(i64),
     UInt(u64),
@@ -1741,6 +1765,15 @@ impl Builder {
                     s.tag = RTag::Str;
                 }
             }
+            if self.mode == Mode::Strict
+                && !is_key
+                && tag.is_none()
+                && style == ScalarStyle::Plain
+                && value.is_empty()
+                && matches!(s.node, N::Null)
+            {
+                s.node = N::EmptyNull;
+            }
             match &s.node {
                 N::Float(f) if !f.is_finite() => self.json_problem = true,
                 N::Time(t) if t.rfc3339().is_err() => self.json_problem = true,
@@ -2087,7 +2120,7 @@ enum KeyId {
 impl KeyId {
     fn of(n: &N) -> Option<KeyId> {
         Some(match n {
-            N::Null => KeyId::Null,
+            N::Null | N::EmptyNull => KeyId::Null,
             N::Bool(b) => KeyId::Bool(*b),
             N::Int(i) => KeyId::Int(*i),
             N::UInt(u) => KeyId::UInt(*u),
@@ -2312,7 +2345,7 @@ fn rebuild_annotations(entries: Vec<Entry>) -> Result<Vec<Entry>, ParseError> {
 /// Text for a resolved scalar whose source text was not kept.
 fn scalar_text(n: &N) -> String {
     match n {
-        N::Null => String::new(),
+        N::Null | N::EmptyNull => String::new(),
         N::Bool(b) => b.to_string(),
         N::Int(i) => i.to_string(),
         N::UInt(u) => u.to_string(),
@@ -2654,7 +2687,11 @@ fn json_check(root: &N) -> (Option<JsonErr>, bool) {
     (first, false)
 }
 
-fn finish_strict(doc: Doc, chunk: Chunk<'_>) -> Result<Value, ParseError> {
+fn finish_strict(
+    doc: Doc,
+    chunk: Chunk<'_>,
+    empty_nulls: Option<&mut Vec<Vec<PathSeg>>>,
+) -> Result<Value, ParseError> {
     let root = doc.root;
     if let Some(err) = decode_check(&root, Mode::Strict) {
         let (message, line) = match err {
@@ -2702,7 +2739,7 @@ fn finish_strict(doc: Doc, chunk: Chunk<'_>) -> Result<Value, ParseError> {
             return Err(ParseError::new(format!("{repr}: {tail}"), 0, 0));
         }
     }
-    to_value(root, Mode::Strict)
+    to_value_marking(root, Mode::Strict, empty_nulls)
 }
 
 fn finish_lenient(root: N) -> Result<Value, ParseError> {
@@ -2717,8 +2754,17 @@ fn finish_lenient(root: N) -> Result<Value, ParseError> {
     to_value(root, Mode::Lenient)
 }
 
-/// Converts a checked tree into a [`Value`] without recursion.
+/// Converts a checked tree into a [`Value`] without recursion; the paths
+/// of nulls written as nothing go to `empty_nulls` when given.
 fn to_value(root: N, mode: Mode) -> Result<Value, ParseError> {
+    to_value_marking(root, mode, None)
+}
+
+fn to_value_marking(
+    root: N,
+    mode: Mode,
+    mut empty_nulls: Option<&mut Vec<Vec<PathSeg>>>,
+) -> Result<Value, ParseError> {
     enum W {
         Seq(std::vec::IntoIter<N>, Vec<Value>),
         Map(std::vec::IntoIter<Entry>, Mapping, Option<String>),
@@ -2738,18 +2784,35 @@ fn to_value(root: N, mode: Mode) -> Result<Value, ParseError> {
                     let cap = es.len();
                     stack.push(W::Map(es.into_iter(), Mapping::with_capacity(cap), None));
                 }
-                leaf => match leaf_value(leaf) {
-                    Ok(v) => {
-                        if let Value::Float(f) = v
-                            && !f.is_finite()
-                            && bad_float.is_none()
-                        {
-                            bad_float = Some(f);
-                        }
-                        done = Some(v);
+                leaf => {
+                    if matches!(leaf, N::EmptyNull)
+                        && let Some(out) = empty_nulls.as_deref_mut()
+                    {
+                        out.push(
+                            stack
+                                .iter()
+                                .map(|w| match w {
+                                    W::Seq(_, items) => PathSeg::Index(items.len()),
+                                    W::Map(_, _, key) => {
+                                        PathSeg::Key(key.clone().unwrap_or_default())
+                                    }
+                                })
+                                .collect(),
+                        );
                     }
-                    Err(e) => break Err(e),
-                },
+                    match leaf_value(leaf) {
+                        Ok(v) => {
+                            if let Value::Float(f) = v
+                                && !f.is_finite()
+                                && bad_float.is_none()
+                            {
+                                bad_float = Some(f);
+                            }
+                            done = Some(v);
+                        }
+                        Err(e) => break Err(e),
+                    }
+                }
             }
         }
         if let Some(v) = done {
@@ -2829,7 +2892,7 @@ fn to_value(root: N, mode: Mode) -> Result<Value, ParseError> {
 
 fn leaf_value(n: N) -> Result<Value, ParseError> {
     Ok(match n {
-        N::Null => Value::Null,
+        N::Null | N::EmptyNull => Value::Null,
         N::Bool(b) => Value::Bool(b),
         N::Int(i) => Value::Int(i),
         N::UInt(u) => Value::UInt(u),
@@ -2851,7 +2914,7 @@ fn leaf_value(n: N) -> Result<Value, ParseError> {
 fn map_key(key: N, val: &N, mode: Mode) -> Result<String, ParseError> {
     let unsupported = |ty: &str, key: &str| {
         let mut v = String::new();
-        if matches!(val, N::Null) {
+        if matches!(val, N::Null | N::EmptyNull) {
             v.push_str("<nil>");
         } else {
             go_repr_n(val, Mode::Lenient, &mut v);
@@ -2877,7 +2940,9 @@ fn map_key(key: N, val: &N, mode: Mode) -> Result<String, ParseError> {
         N::UInt(u) if mode == Mode::Lenient => {
             return Err(unsupported("uint64", &format!("0x{u:x}")));
         }
-        N::Null if mode == Mode::Lenient => return Err(unsupported("%!s(<nil>)", "<nil>")),
+        N::Null | N::EmptyNull if mode == Mode::Lenient => {
+            return Err(unsupported("%!s(<nil>)", "<nil>"));
+        }
         other => scalar_text(&other),
     })
 }
@@ -3132,7 +3197,7 @@ fn go_repr_n(root: &N, mode: Mode, out: &mut String) {
 /// `%#v` of a scalar held in an `interface{}`.
 fn go_scalar(n: &N, out: &mut String) {
     match n {
-        N::Null => out.push_str("interface {}(nil)"),
+        N::Null | N::EmptyNull => out.push_str("interface {}(nil)"),
         N::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         N::Int(i) => {
             let _ = write!(out, "{i}");
@@ -3165,7 +3230,7 @@ enum GoKey {
 impl GoKey {
     fn of(n: &N) -> GoKey {
         match n {
-            N::Null => GoKey::Null,
+            N::Null | N::EmptyNull => GoKey::Null,
             N::Bool(b) => GoKey::Bool(*b),
             N::Int(i) => GoKey::Int(*i),
             N::UInt(u) => GoKey::UInt(*u),
@@ -3185,7 +3250,7 @@ impl GoKey {
 fn go_key_cmp(a: &N, b: &N) -> std::cmp::Ordering {
     fn rank(n: &N) -> u8 {
         match n {
-            N::Null => 0,
+            N::Null | N::EmptyNull => 0,
             N::Str(_) => 1,
             N::UInt(_) => 2,
             N::Int(_) => 3,

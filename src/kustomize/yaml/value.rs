@@ -10,6 +10,13 @@ use indexmap::IndexMap;
 /// An ordered mapping from string keys to values.
 pub type Mapping = IndexMap<String, Value>;
 
+/// One step of a path inside a document: a map key or a sequence index.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PathSeg {
+    Key(String),
+    Index(usize),
+}
+
 /// A YAML/JSON value after scalar resolution.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub enum Value {
