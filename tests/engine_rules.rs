@@ -1103,3 +1103,84 @@ status:
     // (the Widget, which no JSON patch touched, still loses its own)
     assert_eq!(nulls(&json_first).len(), 8, "{json_first}");
 }
+
+// Rule (annotation values): kustomize prints a resource's annotations from
+// their text (`null` and `~` stay as the strings "null" and "~", nothing
+// becomes ""), but in a strategic-merge patch a null annotation value
+// (`null`, `~` or nothing) deletes the annotation (and adds nothing where
+// there was none), and the patch drops annotations written as nothing.
+#[test]
+fn annotation_nulls_in_patches_delete_and_resources_keep_their_text() {
+    let cm = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c
+  annotations:
+    a: null
+    b:
+    c: ~
+    d: 'null'
+    x: keep
+";
+    let build = |k: &str| ok(&[("/a/cm.yaml", cm), ("/a/kustomization.yaml", k)], "/a");
+    let annotations = |out: &str| -> Vec<String> {
+        out.lines()
+            .skip_while(|l| *l != "  annotations:")
+            .skip(1)
+            .take_while(|l| l.starts_with("    "))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    assert_eq!(
+        annotations(&build("resources: [cm.yaml]\n")),
+        [
+            "a: \"null\"",
+            "b: \"\"",
+            "c: \"~\"",
+            "d: \"null\"",
+            "x: keep"
+        ]
+    );
+    let patch = |meta: &str| {
+        build(&format!(
+            "resources: [cm.yaml]\npatches:\n- patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: c\n{meta}"
+        ))
+    };
+    // a patch that does not touch annotations drops the one written as nothing
+    assert_eq!(
+        annotations(&patch("    data: {k: v}\n")),
+        ["a: \"null\"", "c: \"~\"", "d: \"null\"", "x: keep"]
+    );
+    // null values delete, whatever their spelling; absent ones add nothing
+    assert_eq!(
+        annotations(&patch(
+            "      annotations:\n        a: null\n        d: ~\n        x:\n        new1: null\n        new2:\n"
+        )),
+        ["c: \"~\""]
+    );
+}
+
+// Rule (field paths): a leading delimiter is ignored, as kyaml's
+// PathSplitter does: `.metadata.annotations.[a/b]` in a replacement is
+// `metadata.annotations.[a/b]`.
+#[test]
+fn a_leading_dot_in_a_replacement_field_path_is_ignored() {
+    let out = ok(
+        &[
+            (
+                "/p/r.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: src\n  namespace: ns1\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n",
+            ),
+            (
+                "/p/kustomization.yaml",
+                "resources: [r.yaml]\nreplacements:\n- source: {kind: ConfigMap, fieldPath: .metadata.namespace}\n  targets:\n  - select: {kind: Service}\n    fieldPaths:\n    - .metadata.annotations.[cert-manager.io/inject-ca-from]\n    options: {create: true, delimiter: /}\n",
+            ),
+        ],
+        "/p",
+    );
+    assert!(
+        out.contains("  annotations:\n    cert-manager.io/inject-ca-from: ns1\n"),
+        "{out}"
+    );
+    assert!(!out.contains("\"\":"), "{out}");
+}

@@ -74,10 +74,15 @@ const MALFORMED_MSG: &str =
     "list path element must contain fieldName=fieldValue for element to match";
 
 /// Splits on `delim`, joining a piece that ends in a backslash with the next
-/// one (the backslash is dropped), like kyaml's `PathSplitter`.
+/// one (the backslash is dropped), like kyaml's `PathSplitter`; a leading
+/// delimiter is ignored (`/a/b`, `.metadata.name`).
 pub fn split_escaped(path: &str, delim: char) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for piece in path.split(delim) {
+    let mut pieces: Vec<&str> = path.split(delim).collect();
+    if pieces.len() > 1 && pieces[0].is_empty() {
+        pieces.remove(0);
+    }
+    for piece in pieces {
         match out.last_mut() {
             Some(last) if last.ends_with('\\') => {
                 last.pop();

@@ -140,9 +140,10 @@ pub fn select(m: &mut ResMap, sel: &Selector, schema: &Schema) -> Result<Vec<usi
 fn mark_empty_nulls(r: &mut Resource) -> bool {
     let mut any = false;
     for p in &r.empty_nulls {
+        // (annotations written as nothing are kept as "" text)
         if matches!(p.last(), Some(PathSeg::Key(_)))
             && let Some(v) = value_at_mut(&mut r.obj, p)
-            && v.is_null()
+            && (v.is_null() || v.as_str() == Some(""))
         {
             *v = Value::String(EMPTY_NULL_MARK.to_string());
             any = true;
@@ -288,7 +289,7 @@ fn parse_smp_docs(text: &str) -> Option<Vec<Value>> {
     // Strategic-merge patches are read like resources (kyaml); text that
     // YAML cannot represent as JSON either (a key-less `: value` entry) is
     // not a patch.
-    let docs = parse::parse_documents_strict(text).ok()?;
+    let docs = parse::parse_documents_strict_patch(text).ok()?;
     parse::parse_documents(text).ok()?;
     if docs.iter().all(Value::is_null) {
         return None;
@@ -315,7 +316,7 @@ pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<V
                 "trouble configuring builtin PatchStrategicMergeTransformer with config: `\npaths:\n- {e}\n`"
             ))
         })?;
-        let docs = parse::parse_documents_strict(&text)
+        let docs = parse::parse_documents_strict_patch(&text)
             .map_err(|err| Error::invalid(format!("{e}: {}", err.message)))?;
         out.extend(split_resources(docs, e)?);
     }

@@ -132,7 +132,14 @@ pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
 /// Line numbers in syntax errors count from the start of the piece, like
 /// kustomize's.
 pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
-    parse_strict(src, false).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
+    parse_strict(src, false, false).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
+}
+
+/// [`parse_documents_strict`] for strategic-merge patches: a null
+/// annotation value (`null`, `~` or nothing) is a null, which deletes the
+/// annotation, where a resource keeps its text.
+pub fn parse_documents_strict_patch(src: &str) -> Result<Vec<Value>, ParseError> {
+    parse_strict(src, false, true).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
 }
 
 /// [`parse_documents_strict`], with the paths of the nulls written as
@@ -141,13 +148,13 @@ pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
 pub fn parse_documents_strict_marking_empty_nulls(
     src: &str,
 ) -> Result<Vec<MarkedDocument>, ParseError> {
-    parse_strict(src, true)
+    parse_strict(src, true, false)
 }
 
 /// A document and the paths of its nulls written as nothing.
 pub type MarkedDocument = (Value, Vec<Vec<PathSeg>>);
 
-fn parse_strict(src: &str, mark: bool) -> Result<Vec<MarkedDocument>, ParseError> {
+fn parse_strict(src: &str, mark: bool, patch: bool) -> Result<Vec<MarkedDocument>, ParseError> {
     let text = normalize_newlines(src);
     let chunks = split_chunks(&text)?;
     let mut out = Vec::with_capacity(chunks.len());
@@ -162,6 +169,7 @@ fn parse_strict(src: &str, mark: bool) -> Result<Vec<MarkedDocument>, ParseError
             };
             let mut reader = DocReader::new(piece.text, Mode::Strict);
             reader.line_offset = chunk.line_offset;
+            reader.patch = patch;
             let mut nulls = Vec::new();
             match reader.next_document() {
                 Ok(Some(doc)) => {
@@ -1266,6 +1274,9 @@ struct DocReader<'a> {
     finished: bool,
     /// Last (character, byte) offsets converted, to walk forward cheaply.
     cursor: (usize, usize),
+    /// A strategic-merge patch: null annotation values are nulls (they
+    /// delete), not their text.
+    patch: bool,
 }
 
 impl<'a> DocReader<'a> {
@@ -1277,6 +1288,7 @@ impl<'a> DocReader<'a> {
             line_offset: 0,
             finished: false,
             cursor: (0, 0),
+            patch: false,
         }
     }
 
@@ -1286,6 +1298,7 @@ impl<'a> DocReader<'a> {
             return Ok(None);
         }
         let mut b = Builder::new(self.mode);
+        b.patch = self.patch;
         let mut in_doc = false;
         loop {
             let Some(item) = self.parser.next_event() else {
@@ -1621,11 +1634,14 @@ struct Builder {
     json_problem: bool,
     root: Option<N>,
     inserted: Vec<(u32, u32)>,
+    /// See `DocReader::patch`.
+    patch: bool,
 }
 
 impl Builder {
     fn new(mode: Mode) -> Self {
         Builder {
+            patch: false,
             mode,
             stack: Vec::new(),
             anchors: HashMap::new(),
@@ -1734,13 +1750,25 @@ impl Builder {
         let is_key = self.expecting_key();
         self.total += 1;
         let mut requote = None;
+        let plain_null = tag.is_none()
+            && style == ScalarStyle::Plain
+            && matches!(value.as_ref(), "" | "~" | "null" | "Null" | "NULL");
         let (node, meta, merge) = if !is_key && self.top_is_ann() {
-            // kustomize rewrites annotations from their source text.
+            // kustomize rewrites annotations from their source text; but a
+            // null in a patch deletes, and one written as nothing is
+            // dropped by a patch (see `N::EmptyNull`)
             let meta = KeyMeta {
                 line,
                 ..KeyMeta::default()
             };
-            (N::Str(value.into_owned()), meta, false)
+            let node = if self.patch && plain_null {
+                N::Null
+            } else if self.mode == Mode::Strict && plain_null && value.is_empty() {
+                N::Requoted(Box::new((N::EmptyNull, String::new())))
+            } else {
+                N::Str(value.into_owned())
+            };
+            (node, meta, false)
         } else if tag.is_none() && style != ScalarStyle::Plain {
             // Quoted and block scalars are strings for both readers.
             let meta = KeyMeta {
@@ -2298,13 +2326,17 @@ fn rebuild_annotations(entries: Vec<Entry>) -> Result<Vec<Entry>, ParseError> {
     if entries.is_empty() {
         return Ok(entries);
     }
-    let mut by_key: HashMap<String, (String, u32)> = HashMap::new();
+    let mut by_key: HashMap<String, (N, u32)> = HashMap::new();
     for e in entries {
         let text = e.meta.text(&e.key).to_owned();
         let value = match e.val {
-            N::Str(s) => s,
-            N::Seq(_) | N::Map(_) => String::new(),
-            other => scalar_text(&other),
+            s @ N::Str(_) => s,
+            N::Seq(_) | N::Map(_) => N::Str(String::new()),
+            // a patch's null (deletes) and a value written as nothing
+            // (see `N::EmptyNull`) keep what they are
+            n @ N::Null => n,
+            N::Requoted(b) if matches!(b.0, N::EmptyNull) => N::Requoted(b),
+            other => N::Str(scalar_text(&other)),
         };
         by_key.insert(text, (value, e.meta.line));
     }
@@ -2315,7 +2347,7 @@ fn rebuild_annotations(entries: Vec<Entry>) -> Result<Vec<Entry>, ParseError> {
             0,
         ));
     }
-    let mut keys: Vec<(String, (String, u32))> = by_key.into_iter().collect();
+    let mut keys: Vec<(String, (N, u32))> = by_key.into_iter().collect();
     keys.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     Ok(keys
         .into_iter()
@@ -2336,7 +2368,7 @@ fn rebuild_annotations(entries: Vec<Entry>) -> Result<Vec<Entry>, ParseError> {
                     after: 0,
                 },
                 key,
-                val: N::Str(value),
+                val: value,
             }
         })
         .collect())
@@ -2785,9 +2817,12 @@ fn to_value_marking(
                     stack.push(W::Map(es.into_iter(), Mapping::with_capacity(cap), None));
                 }
                 leaf => {
-                    if matches!(leaf, N::EmptyNull)
-                        && let Some(out) = empty_nulls.as_deref_mut()
-                    {
+                    let empty = match &leaf {
+                        N::EmptyNull => true,
+                        N::Requoted(b) => matches!(b.0, N::EmptyNull),
+                        _ => false,
+                    };
+                    if empty && let Some(out) = empty_nulls.as_deref_mut() {
                         out.push(
                             stack
                                 .iter()
