@@ -437,22 +437,101 @@ fn bundle_push_command(
         let pp = kube::api::PatchParams::apply(crate::api::FIELD_MANAGER).force();
         let patch = kube::api::Patch::Apply(&obj);
         let res = if secret {
-            kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client, namespace)
+            kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
                 .patch(name, &pp, &patch)
                 .await
                 .map(|_| ())
         } else {
-            kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client, namespace)
-                .patch(name, &pp, &patch)
-                .await
-                .map(|_| ())
+            kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+                client.clone(),
+                namespace,
+            )
+            .patch(name, &pp, &patch)
+            .await
+            .map(|_| ())
         };
         res.map_err(|e| format!("storing {kind} {namespace}/{name}: {e}"))?;
-        Ok(format!(
+        let mut out = format!(
             "{kind} {namespace}/{name} key {key}: {} bytes, revision sha256:{digest}\n",
             data.len()
-        ))
+        );
+        out.push_str(&notify_bundle_users(&client, namespace, name, secret).await);
+        Ok(out)
     })
+}
+
+/// Asks the Kustomizations of `namespace` whose `spec.source.bundle` names
+/// this ConfigMap (Secret) to reconcile now (`krmsync.dev/reconcile-at`),
+/// so a push is applied at once rather than at the next interval. The
+/// controller never watches ConfigMaps or Secrets (it has no right to read
+/// them); the one who pushes has. A failure here is reported, not fatal:
+/// the bundle is stored and the next interval picks it up.
+async fn notify_bundle_users(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    secret: bool,
+) -> String {
+    let api: kube::Api<crate::api::Kustomization> =
+        kube::Api::namespaced(client.clone(), namespace);
+    let list = match api.list(&kube::api::ListParams::default()).await {
+        Ok(l) => l,
+        Err(e) => {
+            return format!(
+                "not notified: listing Kustomizations in {namespace}: {e} (they pick the bundle up at their next interval)\n"
+            );
+        }
+    };
+    let stamp = format!(
+        "bundle-push-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    let mut notified = Vec::new();
+    let mut failed = Vec::new();
+    for k in list {
+        let Some(b) = k.spec.source.bundle.as_ref() else {
+            continue;
+        };
+        let referenced = if secret {
+            b.secret_ref.as_ref().is_some_and(|r| r.name == name)
+        } else {
+            b.config_map_ref.as_ref().is_some_and(|r| r.name == name)
+        };
+        if !referenced {
+            continue;
+        }
+        let kname = kube::ResourceExt::name_any(&k);
+        let patch =
+            serde_json::json!({"metadata": {"annotations": {"krmsync.dev/reconcile-at": stamp}}});
+        match api
+            .patch(
+                &kname,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => notified.push(kname),
+            Err(e) => failed.push(format!("{kname}: {e}")),
+        }
+    }
+    let mut out = String::new();
+    if !notified.is_empty() {
+        out.push_str(&format!(
+            "reconcile requested: Kustomization {}\n",
+            notified.join(", ")
+        ));
+    }
+    if !failed.is_empty() {
+        out.push_str(&format!(
+            "not notified (they pick the bundle up at their next interval): {}\n",
+            failed.join("; ")
+        ));
+    }
+    out
 }
 
 fn report(result: Result<String, String>) -> ExitCode {

@@ -302,3 +302,60 @@ async fn kustomizations_wait_for_the_catalog_cache_and_plain_logs_have_no_colour
         "ANSI escape codes in plain logs:\n{log}"
     );
 }
+
+/// `krmsync bundle push` stores the bundle and asks the Kustomizations that
+/// use it to reconcile now (`krmsync.dev/reconcile-at`), leaving the others
+/// alone; the controller needs no right to watch ConfigMaps for that.
+#[tokio::test(flavor = "multi_thread")]
+async fn bundle_push_requests_a_reconcile_of_the_kustomizations_using_it() {
+    let fake = FakeApi::start().await;
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    for (name, bundle) in [("uses-it", "app"), ("other", "something-else")] {
+        fake.insert(json!({
+            "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"source": {"bundle": {"configMapRef": {"name": bundle}}}, "interval": "1h"},
+        }));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, fake.kubeconfig_yaml()).unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("kustomization.yaml"), "resources: [cm.yaml]\n").unwrap();
+    std::fs::write(
+        tree.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+    )
+    .unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_krmsync"))
+            .args(["bundle", "push"])
+            .arg(&tree)
+            .args(["--name", "app", "-n", NS])
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("reconcile requested: Kustomization uses-it\n"),
+        "{stdout}"
+    );
+    let poked = |name: &str| {
+        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), name)
+            .unwrap()["metadata"]["annotations"]["krmsync.dev/reconcile-at"]
+            .as_str()
+            .map(str::to_string)
+    };
+    assert!(poked("uses-it").is_some_and(|s| s.starts_with("bundle-push-")));
+    assert_eq!(poked("other"), None);
+    assert!(fake.get("v1", "ConfigMap", Some(NS), "app").is_some());
+}
