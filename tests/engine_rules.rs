@@ -1184,3 +1184,43 @@ fn a_leading_dot_in_a_replacement_field_path_is_ignored() {
     );
     assert!(!out.contains("\"\":"), "{out}");
 }
+
+// Rule (empty lists): transformers that walk lists (images through
+// `containers`/`initContainers`, the ImageTagTransformer, namespace on
+// RoleBinding subjects, labels, prefixes, replicas) leave an empty list
+// empty: it is printed `[]`, never `null`.
+#[test]
+fn transformers_keep_empty_lists() {
+    let files = [
+        (
+            "/e/d.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      containers: []\n      initContainers: []\n---\napiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: cj\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: []\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: rb\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: r\nsubjects: []\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports: []\n",
+        ),
+        (
+            "/e/t.yaml",
+            "apiVersion: builtin\nkind: ImageTagTransformer\nmetadata:\n  name: x\nimageTag:\n  name: redis\n  newTag: '7'\n",
+        ),
+        (
+            "/e/kustomization.yaml",
+            "resources: [d.yaml]\nnamespace: team\nnamePrefix: p-\nlabels:\n- pairs: {a: b}\n  includeSelectors: true\nimages:\n- name: nginx\n  newTag: '2'\nreplicas:\n- name: d\n  count: 2\ntransformers:\n- t.yaml\n",
+        ),
+    ];
+    let out = ok(&files, "/e");
+    let empty: Vec<&str> = out
+        .lines()
+        .filter(|l| l.ends_with(": []"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        empty,
+        [
+            "subjects: []",
+            "ports: []",
+            "containers: []",
+            "initContainers: []",
+            "containers: []"
+        ],
+        "{out}"
+    );
+    assert!(!out.contains(": null"), "{out}");
+}
