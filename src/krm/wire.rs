@@ -2,7 +2,7 @@
 //! and the annotations the kustomize 5.5 runtime adds to items before a
 //! function runs and removes afterwards.
 
-use crate::kustomize::target::split_resources;
+use crate::kustomize::documents::split_resources;
 use crate::kustomize::yaml::{self, Mapping, Value, parse};
 
 pub const API_VERSION: &str = "config.kubernetes.io/v1";

@@ -4,6 +4,7 @@
 
 use regex::Regex;
 
+use super::documents::split_resources;
 use super::error::{Error, Result};
 use super::kustomization::PatchEntry;
 use super::loader::Loader;
@@ -12,7 +13,6 @@ use super::patch::{EMPTY_NULL_MARK, apply_json6902, strategic_merge_owned};
 use super::resid::{Gvk, ResId};
 use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
 use super::selector::{LabelSelector, Selector};
-use super::target::split_resources;
 use super::yaml::{Value, parse};
 
 /// A selector compiled for matching (kustomize's `SelectorRegex`): every

@@ -7,6 +7,7 @@
 //! [`FunctionRunner`](super::function::FunctionRunner) when
 //! `--enable-alpha-plugins` is given (see [`external`]).
 
+use super::documents::split_resources;
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, TransformerConfig};
 use super::generator::{GenKind, generate};
@@ -19,7 +20,7 @@ use super::patches;
 use super::replacement::{self, ReplacementResource};
 use super::resid::ResId;
 use super::resource::{ResMap, Resource};
-use super::target::{Accumulator, Target, custom_image_specs, split_resources};
+use super::target::{Accumulator, Target, custom_image_specs};
 use super::transform::{self, SubjectMode};
 use super::yaml::{Mapping, Value, parse};
 

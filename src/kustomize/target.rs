@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::BuildOptions;
+use super::documents::parse_resources_marking;
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, TransformerConfig};
 use super::fs::FileKind;
@@ -21,7 +22,7 @@ use super::resid::Gvk;
 use super::resource::{Behavior, Origin, ResMap, Resource};
 use super::transform::{self, SubjectMode};
 use super::vars;
-use super::yaml::{Mapping, PathSeg, Value, parse};
+use super::yaml::{Mapping, Value, parse};
 
 /// Everything accumulated so far: resources, transformer config and vars.
 #[derive(Debug, Default)]
@@ -124,85 +125,6 @@ pub struct Target<'o> {
     /// This layer's `catalogs:`, read and checked by the build's catalog
     /// resolver (KEP-2906: catalogs are local to a layer).
     pub catalogs: Vec<CatalogFile>,
-}
-
-/// Splits a YAML stream into resource documents: drops empty documents and
-/// expands `kind: List` (and `*List` with `items`).
-pub fn split_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for d in docs {
-        match d {
-            Value::Null => {}
-            Value::Map(ref m) if m.is_empty() => {}
-            Value::Map(m) => {
-                let is_list = m
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .is_some_and(|k| k.ends_with("List"))
-                    && m.contains_key("items");
-                if is_list {
-                    match m.get("items") {
-                        Some(Value::Seq(items)) => {
-                            for it in items {
-                                match it {
-                                    Value::Map(im) if !im.is_empty() => out.push(it.clone()),
-                                    Value::Map(_) | Value::Null => {}
-                                    other => {
-                                        return Err(Error::invalid(format!(
-                                            "{file}: items of a List must be maps, found a {}",
-                                            other.type_name()
-                                        )));
-                                    }
-                                }
-                            }
-                        }
-                        Some(Value::Null) | None => {}
-                        Some(other) => {
-                            return Err(Error::invalid(format!(
-                                "{file}: 'items' of a List must be a sequence, found a {}",
-                                other.type_name()
-                            )));
-                        }
-                    }
-                } else {
-                    out.push(Value::Map(m));
-                }
-            }
-            other => {
-                return Err(Error::invalid(format!(
-                    "{file}: a resource must be a map, found a {}",
-                    other.type_name()
-                )));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Parses resource YAML (strict: duplicate keys are errors).
-/// [`parse_resources`], with each resource's nulls written as nothing
-/// (see [`Resource::empty_nulls`]; not tracked inside `*List` documents).
-pub fn parse_resources_marking(text: &str, file: &str) -> Result<Vec<(Value, Vec<Vec<PathSeg>>)>> {
-    let docs = parse::parse_documents_strict_marking_empty_nulls(text).map_err(|e| {
-        Error::invalid(format!("MalformedYAMLError: {} in File: {file}", e.message))
-    })?;
-    let mut out = Vec::new();
-    for (doc, nulls) in docs {
-        let mut values = split_resources(vec![doc], file)?;
-        if values.len() == 1 && !values[0].str_at(&["kind"]).unwrap_or("").ends_with("List") {
-            out.push((values.remove(0), nulls));
-        } else {
-            out.extend(values.into_iter().map(|v| (v, Vec::new())));
-        }
-    }
-    Ok(out)
-}
-
-pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Value>> {
-    let docs = parse::parse_documents_strict(text).map_err(|e| {
-        Error::invalid(format!("MalformedYAMLError: {} in File: {file}", e.message))
-    })?;
-    split_resources(docs, file)
 }
 
 /// Reads a layer's `catalogs:` (local files only) and has the build's

@@ -23,13 +23,14 @@ use std::sync::Arc;
 
 use function::ResolvedFunction;
 
+use super::super::documents::parse_resources;
 use super::super::error::{Error, ErrorKind, Result};
 use super::super::function::{
     self, CatalogLayer, CatalogScope, FunctionCall, FunctionRunner, FunctionSpec,
     KUSTOMIZE_ID_ANNOTATION, LOCAL_CONFIG_ANNOTATION, LegacyPluginCall,
 };
 use super::super::resource::{Origin, ResMap, Resource};
-use super::super::target::{Target, parse_resources};
+use super::super::target::Target;
 use super::super::yaml::{self, Value};
 
 /// A loaded external plugin.
