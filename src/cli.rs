@@ -273,6 +273,16 @@ struct ControllerArgs {
         default_value_t = 120
     )]
     function_timeout: u64,
+    /// Watch the kinds Kustomizations applied (metadata only) and reconcile
+    /// an owner at once when one of its objects is deleted or changed by
+    /// another field manager (`--self-heal=false` to turn off).
+    #[arg(
+        long = "self-heal",
+        env = "KRMSYNC_SELF_HEAL",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    self_heal: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -363,6 +373,7 @@ fn controller_command(a: ControllerArgs) -> Result<(), String> {
             timeout: std::time::Duration::from_secs(a.function_timeout.max(1)),
             ..Default::default()
         },
+        self_heal: a.self_heal,
     };
     let rt = runtime()?;
     let result = rt.block_on(crate::controller::run::run(opts));

@@ -89,6 +89,8 @@ pub struct Context {
     /// Catalogs as seen by a reflector (the controller); `None`: read them
     /// from the API (tests, one-off reconciles).
     pub catalogs: Option<Store<Catalog>>,
+    /// Self-healing watches (`None`: off, or tests without them).
+    pub drift: Option<Arc<super::drift::DriftWatch>>,
     pub(crate) memory: Mutex<HashMap<String, Memory>>,
     impersonated: Mutex<HashMap<String, Client>>,
 }
@@ -135,6 +137,7 @@ impl Context {
             metrics,
             settings,
             catalogs: None,
+            drift: None,
             memory: Mutex::new(HashMap::new()),
             impersonated: Mutex::new(HashMap::new()),
         })

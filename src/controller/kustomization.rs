@@ -40,7 +40,7 @@ use crate::source::{self, Fetched, GitAuth, GitReference};
 
 /// Workspace key of a Kustomization.
 fn key(k: &Kustomization) -> String {
-    format!("{}_{}", k.ns(), k.name_any())
+    super::drift::memory_key(&k.ns(), &k.name_any())
 }
 
 fn now() -> Time {
@@ -142,7 +142,14 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
             None
         }
     });
-    if let Some(due) = due {
+    // an applied object deleted or changed by someone else: reconcile now
+    let drifted = ctx.drift.as_ref().is_some_and(|d| d.take_dirty(&mkey));
+    if drifted {
+        tracing::debug!(kustomization = %mkey, "an applied object drifted: reconciling now");
+    }
+    if let Some(due) = due
+        && !drifted
+    {
         let left = due.saturating_duration_since(Instant::now());
         if !left.is_zero() {
             return Ok(Action::requeue(left));
@@ -583,6 +590,9 @@ async fn pipeline(
         // without prune, what left the render is still ours
         union(&recorded, &inventory)
     });
+    if let (Some(d), Some(inv)) = (&ctx.drift, &st.inventory) {
+        d.observe(inv);
+    }
     st.last_applied_revision = Some(render.revision.clone());
     st.resource_count = Some(report.objects.len() as i64);
     st.rendered_digest = Some(render.output.digest.clone());

@@ -7,12 +7,14 @@
 //! * [`storage`]: rendered manifests in Secrets;
 //! * [`render`]: the engine, confined to a fetched bundle;
 //! * [`functions`]: KRM functions approved by Catalogs, sandboxed, metered;
+//! * [`drift`]: self-healing watches of the applied kinds;
 //! * [`leader`]: Lease-based leader election;
 //! * [`metrics`]: Prometheus metrics and health endpoints;
 //! * [`run`]: wiring it together (`krmsync controller`).
 
 pub mod catalog;
 pub mod context;
+pub mod drift;
 pub mod error;
 pub mod functions;
 pub mod kustomization;

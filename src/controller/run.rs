@@ -37,6 +37,9 @@ pub struct RunOptions {
     /// How KRM functions run (`--function-cache`, `--function-network`,
     /// `--require-sandbox`, `--function-timeout`).
     pub functions: super::functions::FunctionSettings,
+    /// `--self-heal`: watch the applied kinds and reconcile an owner at once
+    /// when one of its objects is deleted or changed by another manager.
+    pub self_heal: bool,
 }
 
 /// Runs until SIGTERM/SIGINT (graceful: in-flight reconciles finish) or
@@ -130,6 +133,14 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
     let catalog_store = catalog_ctl.store();
     let mut ctx = Context::new(client.clone(), config, workspace, metrics, settings.clone())?;
     ctx.catalogs = Some(catalog_ctl.store());
+    let (drift_tx, drift_rx) = futures::channel::mpsc::unbounded();
+    if opts.self_heal {
+        ctx.drift = Some(Arc::new(super::drift::DriftWatch::new(
+            client.clone(),
+            drift_tx,
+        )));
+    }
+    tracing::info!(self_heal = opts.self_heal, "self-healing watches");
     let ctx = Arc::new(ctx);
 
     let kapi: Api<Kustomization> = match &opts.watch_namespace {
@@ -150,6 +161,8 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
                 .map(|k| ObjectRef::from_obj(&*k))
                 .collect::<Vec<_>>()
         })
+        // an applied object deleted or changed by another manager
+        .reconcile_on(drift_rx)
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .shutdown_on_signal()
         .run(
