@@ -16,6 +16,7 @@
 //! assert_eq!(out.to_yaml().unwrap(), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dev-c\n");
 //! ```
 
+pub mod accumulator;
 pub mod documents;
 pub mod error;
 pub mod fieldpath;

@@ -7,20 +7,23 @@
 //! [`FunctionRunner`](super::function::FunctionRunner) when
 //! `--enable-alpha-plugins` is given (see [`external`]).
 
+use super::accumulator::{Accumulator, custom_image_specs};
 use super::documents::split_resources;
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, TransformerConfig};
+use super::function::CatalogFile;
 use super::generator::{GenKind, generate};
 use super::kustomization::{
     GeneratorArgs, GeneratorOptions, PatchEntry, decode_image_entry, decode_patch,
     decode_replica_entry,
 };
 use super::loader::Loader;
+use super::openapi::Schema;
 use super::patches;
 use super::replacement::{self, ReplacementResource};
 use super::resid::ResId;
+use super::resource::Origin;
 use super::resource::{ResMap, Resource};
-use super::target::{Accumulator, Target, custom_image_specs};
 use super::transform::{self, SubjectMode};
 use super::yaml::{Mapping, Value, parse};
 
@@ -49,9 +52,31 @@ const BUILTIN_KINDS: &[&str] = &[
     "HelmChartInflationGenerator",
 ];
 
+/// What plugins need of the kustomization layer that runs them. The target
+/// implements it; plugins never see the target itself.
+pub trait Layer {
+    /// The layer's loader (its root and load restrictions).
+    fn loader(&self) -> &Loader;
+    fn opts(&self) -> &super::BuildOptions;
+    /// Records a build warning.
+    fn warn(&self, message: String);
+    /// The OpenAPI schema in force.
+    fn schema(&self) -> std::sync::Arc<Schema>;
+    /// The layer's `catalogs:`, read.
+    fn catalogs(&self) -> &[CatalogFile];
+    /// The layer's `catalogs:` entries as written.
+    fn catalog_entries(&self) -> &[String];
+    /// The layer's `validators:` entries.
+    fn validators(&self) -> &[String];
+    /// The origin a plugin config gives what it makes (buildMetadata).
+    fn config_origin(&self, kind: &str, name: &str, config_file: Option<&str>) -> Option<Origin>;
+    /// Plugin configs named by files or directories, read like `resources:`.
+    fn accumulate_configs(&self, paths: Vec<String>) -> Result<Vec<Resource>>;
+}
+
 /// Loads plugin config documents for a list of entries: inline YAML
 /// configs first, then files and directories (kustomize's order).
-fn load_configs(t: &Target, entries: &[&String]) -> Result<Vec<Resource>> {
+fn load_configs(t: &dyn Layer, entries: &[&String]) -> Result<Vec<Resource>> {
     let mut inline = Vec::new();
     let mut paths = Vec::new();
     for e in entries {
@@ -65,21 +90,7 @@ fn load_configs(t: &Target, entries: &[&String]) -> Result<Vec<Resource>> {
         }
     }
     if !paths.is_empty() {
-        let sub = Target {
-            loader: t.loader.clone(),
-            kust: super::kustomization::Kustomization {
-                resources: paths,
-                ..Default::default()
-            },
-            file_name: t.file_name.clone(),
-            ctx: t.ctx,
-            top_root: t.top_root.clone(),
-            build_metadata: t.build_metadata.clone(),
-            catalogs: t.catalogs.clone(),
-        };
-        let mut ra = Accumulator::new();
-        sub.accumulate(&mut ra)?;
-        inline.extend(ra.resources.into_resources());
+        inline.extend(t.accumulate_configs(paths)?);
     }
     Ok(inline)
 }
@@ -99,8 +110,8 @@ fn kind_of(cfg: &Resource) -> Result<(bool, String)> {
     Ok((builtin, kind))
 }
 
-pub(crate) fn external_error(t: &Target, cfg: &Resource) -> Error {
-    if !t.ctx.opts.enable_alpha_plugins {
+pub(crate) fn external_error(t: &dyn Layer, cfg: &Resource) -> Error {
+    if !t.opts().enable_alpha_plugins {
         return Error::invalid(format!(
             "external plugins disabled; unable to load external plugin '{}' ({}): enable with --enable-alpha-plugins",
             cfg.kind(),
@@ -210,10 +221,14 @@ fn generator_args(obj: &Value, secret: bool) -> Result<GeneratorArgs> {
 }
 
 /// Runs one `generators:` entry; returns the generated resources.
-pub fn run_generator_entry(t: &Target, _ra: &Accumulator, entry: &String) -> Result<Vec<Resource>> {
+pub fn run_generator_entry(
+    t: &dyn Layer,
+    _ra: &Accumulator,
+    entry: &String,
+) -> Result<Vec<Resource>> {
     let configs = load_configs(t, &[entry])?;
     let mut out = Vec::new();
-    let env = t.ctx.opts.env_lookup();
+    let env = t.opts().env_lookup();
     for cfg in configs {
         let (builtin, kind) = kind_of(&cfg)?;
         if !builtin {
@@ -232,7 +247,7 @@ pub fn run_generator_entry(t: &Target, _ra: &Accumulator, entry: &String) -> Res
                 } else {
                     GenKind::ConfigMap
                 };
-                let mut r = generate(&args, gk, None, &t.loader, &*env)?;
+                let mut r = generate(&args, gk, None, t.loader(), &*env)?;
                 r.origin =
                     t.config_origin(&kind, cfg.name(), origin.as_ref().map(|o| o.path.as_str()));
                 out.push(r);
@@ -283,14 +298,14 @@ fn iam_policy(obj: &Value) -> Result<Resource> {
 }
 
 /// Runs one `transformers:` entry on the accumulated resources.
-pub fn run_transformer_entry(t: &Target, ra: &mut Accumulator, entry: &String) -> Result<()> {
+pub fn run_transformer_entry(t: &dyn Layer, ra: &mut Accumulator, entry: &String) -> Result<()> {
     let configs = load_configs(t, &[entry])?;
     for cfg in configs {
         let (builtin, kind) = kind_of(&cfg)?;
         if !builtin {
             let ext = external::load(t, &cfg, "transformer")?;
             external::transform(t, &mut ra.resources, &cfg, &ext)?;
-            t.record_transformer(ra, external::origin(t, &cfg));
+            ra.record_transformer(external::origin(t, &cfg));
             continue;
         }
         run_builtin_transformer(t, ra, &kind, &cfg.obj)
@@ -305,18 +320,18 @@ pub fn run_transformer_entry(t: &Target, ra: &mut Accumulator, entry: &String) -
                 o.configured_by_namespace = cfg.namespace().to_string();
                 o
             });
-        t.record_transformer(ra, origin);
+        ra.record_transformer(origin);
     }
     Ok(())
 }
 
 fn run_builtin_transformer(
-    t: &Target,
+    t: &dyn Layer,
     ra: &mut Accumulator,
     kind: &str,
     obj: &Value,
 ) -> Result<()> {
-    let schema = t.ctx.schema();
+    let schema = t.schema();
     let m = &mut ra.resources;
     let specs = |what: &str| fs_list(field(obj, "fieldSpecs"), what);
     match kind {
@@ -360,7 +375,7 @@ fn run_builtin_transformer(
                 }
             }
             let p: PatchEntry = decode_patch(&cfg, "PatchTransformer")?;
-            patches::apply_patch_entry(&t.loader, m, &p, &schema)
+            patches::apply_patch_entry(t.loader(), m, &p, &schema)
         }
         "PatchStrategicMergeTransformer" => {
             let mut entries = str_list(field(obj, "paths"));
@@ -371,7 +386,7 @@ fn run_builtin_transformer(
             if entries.is_empty() {
                 return Err(Error::invalid("empty file path and empty patch content"));
             }
-            let loaded = patches::load_strategic_merge(&t.loader, &entries)?;
+            let loaded = patches::load_strategic_merge(t.loader(), &entries)?;
             patches::apply_strategic_merge_by_id(m, &loaded, &schema)
         }
         "PatchJson6902Transformer" => {
@@ -381,26 +396,26 @@ fn run_builtin_transformer(
                 target: field(obj, "target").cloned(),
                 ..Default::default()
             };
-            patches::apply_json6902_entry(&t.loader, m, &p)
+            patches::apply_json6902_entry(t.loader(), m, &p)
         }
         "ReplacementTransformer" => {
             let reps = field(obj, "replacements")
                 .and_then(Value::as_seq)
                 .cloned()
                 .unwrap_or_default();
-            replacements(&t.loader, m, &reps, true)
+            replacements(t.loader(), m, &reps, true)
         }
         "HashTransformer" => super::add_hashes(m, &schema),
         "ValueAddTransformer" => {
             // Without `value`, the name of the directory of the kustomization
             // using the transformer is the value.
             let default = t
-                .loader
+                .loader()
                 .root()
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            value_add(&t.loader, m, obj, &default, &schema)
+            value_add(t.loader(), m, obj, &default, &schema)
         }
         other => Err(Error::invalid(format!(
             "builtin {other} is a generator, not a transformer"
@@ -624,8 +639,8 @@ fn replacements(loader: &Loader, m: &mut ResMap, entries: &[Value], lenient: boo
 /// `validators:` entries: builtin kustomize has no validators, so every
 /// entry is an external plugin, run as a transformer that must not change
 /// the resources (beyond a `validated-by` label).
-pub fn run_validators(t: &Target, ra: &mut Accumulator) -> Result<()> {
-    let entries: Vec<&String> = t.kust.validators.iter().collect();
+pub fn run_validators(t: &dyn Layer, ra: &mut Accumulator) -> Result<()> {
+    let entries: Vec<&String> = t.validators().iter().collect();
     let configs = load_configs(t, &entries)?;
     let mut exts = Vec::new();
     for cfg in &configs {

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::BuildOptions;
+pub use super::accumulator::{Accumulator, custom_image_specs};
 use super::documents::parse_resources_marking;
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, TransformerConfig};
 use super::fs::FileKind;
 use super::function::CatalogFile;
 use super::generator::{GenKind, generate};
-use super::kustomization::{KUSTOMIZATION_FILE_NAMES, KustKind, Kustomization, VarEntry};
+use super::kustomization::{KUSTOMIZATION_FILE_NAMES, KustKind, Kustomization};
 use super::loader::{Loader, is_remote, remote_error};
 use super::openapi::Schema;
 use super::patches;
@@ -23,54 +24,6 @@ use super::resource::{Behavior, Origin, ResMap, Resource};
 use super::transform::{self, SubjectMode};
 use super::vars;
 use super::yaml::{Mapping, Value, parse};
-
-/// Everything accumulated so far: resources, transformer config and vars.
-#[derive(Debug, Default)]
-pub struct Accumulator {
-    pub resources: ResMap,
-    /// Shared until modified: most kustomizations carry the defaults.
-    pub config: Arc<TransformerConfig>,
-    pub vars: Vec<VarEntry>,
-}
-
-impl Accumulator {
-    pub fn new() -> Accumulator {
-        Accumulator {
-            resources: ResMap::new(),
-            config: Arc::new(TransformerConfig::default()),
-            vars: Vec::new(),
-        }
-    }
-
-    /// Merges a transformer configuration, sharing instead of copying when
-    /// nothing changes.
-    pub fn merge_config(&mut self, other: &Arc<TransformerConfig>) -> Result<()> {
-        if Arc::ptr_eq(&self.config, other) || *self.config == **other {
-            return Ok(());
-        }
-        if *self.config == TransformerConfig::default() {
-            self.config = Arc::clone(other);
-            return Ok(());
-        }
-        Arc::make_mut(&mut self.config).merge(other)
-    }
-
-    fn merge(&mut self, other: Accumulator) -> Result<()> {
-        self.resources.append_all(other.resources)?;
-        self.merge_config(&other.config)?;
-        for v in other.vars {
-            // Even an identical definition reached twice is an error.
-            if self.vars.iter().any(|k| k.name == v.name) {
-                return Err(Error::invalid(format!(
-                    "var '{}' already encountered",
-                    v.name
-                )));
-            }
-            self.vars.push(v);
-        }
-        Ok(())
-    }
-}
 
 /// State shared by every kustomization of one build.
 pub struct BuildCtx<'o> {
@@ -173,6 +126,51 @@ fn load_catalogs(
     Ok(files)
 }
 
+impl super::plugins::Layer for Target<'_> {
+    fn loader(&self) -> &Loader {
+        &self.loader
+    }
+    fn opts(&self) -> &BuildOptions {
+        self.ctx.opts
+    }
+    fn warn(&self, message: String) {
+        self.ctx.warn(message);
+    }
+    fn schema(&self) -> Arc<Schema> {
+        self.ctx.schema()
+    }
+    fn catalogs(&self) -> &[CatalogFile] {
+        &self.catalogs
+    }
+    fn catalog_entries(&self) -> &[String] {
+        &self.kust.catalogs
+    }
+    fn validators(&self) -> &[String] {
+        &self.kust.validators
+    }
+    fn config_origin(&self, kind: &str, name: &str, config_file: Option<&str>) -> Option<Origin> {
+        Target::config_origin(self, kind, name, config_file)
+    }
+    fn accumulate_configs(&self, paths: Vec<String>) -> Result<Vec<Resource>> {
+        // a layer of its own, of only those paths, in this layer's context
+        let sub = Target {
+            loader: self.loader.clone(),
+            kust: Kustomization {
+                resources: paths,
+                ..Default::default()
+            },
+            file_name: self.file_name.clone(),
+            ctx: self.ctx,
+            top_root: self.top_root.clone(),
+            build_metadata: self.build_metadata.clone(),
+            catalogs: self.catalogs.clone(),
+        };
+        let mut ra = Accumulator::new();
+        sub.accumulate(&mut ra)?;
+        Ok(ra.resources.into_resources())
+    }
+}
+
 impl<'o> Target<'o> {
     /// Loads the kustomization in the loader's root.
     pub fn load(
@@ -263,20 +261,9 @@ impl<'o> Target<'o> {
 
     /// Records that a transformer ran over every resource accumulated so far
     /// (kustomize annotates all of them, changed or not).
-    pub fn record_transformer(&self, ra: &mut Accumulator, origin: Option<Origin>) {
-        let Some(o) = origin else { return };
-        for r in ra.resources.resources_mut().iter_mut() {
-            if r.origin.is_none() {
-                r.origin = Some(o.clone());
-            } else {
-                r.transformations.push(o.clone());
-            }
-        }
-    }
-
     fn record(&self, ra: &mut Accumulator, kind: &str) {
         let o = self.config_origin(kind, "", None);
-        self.record_transformer(ra, o);
+        ra.record_transformer(o);
     }
 
     /// Accumulates this kustomization into `ra`.
@@ -603,16 +590,6 @@ impl<'o> Target<'o> {
         }
         Ok(())
     }
-}
-
-/// Image field specs beyond kustomize's defaults (the defaults are covered
-/// by the search for every `containers` list).
-pub fn custom_image_specs(all: &[FieldSpec]) -> Vec<FieldSpec> {
-    let defaults = TransformerConfig::defaults().images;
-    all.iter()
-        .filter(|f| !defaults.contains(f))
-        .cloned()
-        .collect()
 }
 
 fn merge_specs(dst: &mut Vec<FieldSpec>, src: &[FieldSpec]) {

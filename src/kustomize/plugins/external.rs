@@ -30,8 +30,8 @@ use super::super::function::{
     KUSTOMIZE_ID_ANNOTATION, LOCAL_CONFIG_ANNOTATION, LegacyPluginCall,
 };
 use super::super::resource::{Origin, ResMap, Resource};
-use super::super::target::Target;
 use super::super::yaml::{self, Value};
+use super::Layer;
 
 /// A loaded external plugin.
 pub enum External {
@@ -44,13 +44,13 @@ pub enum External {
 /// Resolves a config through the build's catalog resolver: on the CLI
 /// (scope `Layer`) a config without a runtime annotation in a layer with
 /// `catalogs:`; in-cluster (scope `Build`) every config.
-fn resolve_in_catalogs(t: &Target, cfg: &Resource) -> Result<Option<External>> {
-    let Some(resolver) = t.ctx.opts.catalog_resolver.as_ref() else {
+fn resolve_in_catalogs(t: &dyn Layer, cfg: &Resource) -> Result<Option<External>> {
+    let Some(resolver) = t.opts().catalog_resolver.as_ref() else {
         return Ok(None);
     };
     let every = resolver.scope() == CatalogScope::Build;
     if !every {
-        if t.catalogs.is_empty() {
+        if t.catalogs().is_empty() {
             return Ok(None);
         }
         if !matches!(function::function_spec(&cfg.obj), Ok(None)) {
@@ -59,8 +59,8 @@ fn resolve_in_catalogs(t: &Target, cfg: &Resource) -> Result<Option<External>> {
         }
     }
     let layer = CatalogLayer {
-        catalogs: &t.catalogs,
-        dir: t.loader.root(),
+        catalogs: t.catalogs(),
+        dir: t.loader().root(),
     };
     let resolved = resolver
         .resolve(layer, &cfg.obj)
@@ -76,10 +76,10 @@ fn resolve_in_catalogs(t: &Target, cfg: &Resource) -> Result<Option<External>> {
                 cfg.name()
             ),
         )),
-        None if !t.ctx.opts.enable_alpha_plugins => Err(Error::invalid(format!(
+        None if !t.opts().enable_alpha_plugins => Err(Error::invalid(format!(
             "no catalog of this layer ({}) defines {} {}, and it names no runtime \
              (config.kubernetes.io/function)",
-            t.kust.catalogs.join(", "),
+            t.catalog_entries().join(", "),
             cfg.api_version(),
             cfg.kind()
         ))),
@@ -87,8 +87,8 @@ fn resolve_in_catalogs(t: &Target, cfg: &Resource) -> Result<Option<External>> {
     }
 }
 
-fn runner(t: &Target, cfg: &Resource) -> Result<Arc<dyn FunctionRunner>> {
-    t.ctx.opts.function_runner.clone().ok_or_else(|| {
+fn runner(t: &dyn Layer, cfg: &Resource) -> Result<Arc<dyn FunctionRunner>> {
+    t.opts().function_runner.clone().ok_or_else(|| {
         Error::invalid(format!(
             "unable to run external plugin '{}' ({}): this build has no function runner",
             cfg.kind(),
@@ -98,11 +98,11 @@ fn runner(t: &Target, cfg: &Resource) -> Result<Arc<dyn FunctionRunner>> {
 }
 
 /// Loads (checks) an external plugin config, as kustomize's plugin loader.
-pub fn load(t: &Target, cfg: &Resource, what: &str) -> Result<External> {
+pub fn load(t: &dyn Layer, cfg: &Resource, what: &str) -> Result<External> {
     if let Some(ext) = resolve_in_catalogs(t, cfg)? {
         return Ok(ext);
     }
-    if !t.ctx.opts.enable_alpha_plugins {
+    if !t.opts().enable_alpha_plugins {
         return Err(super::external_error(t, cfg));
     }
     let wrap = |msg: String| {
@@ -125,7 +125,7 @@ pub fn load(t: &Target, cfg: &Resource, what: &str) -> Result<External> {
 
 /// The origin kustomize gives a custom plugin's output
 /// (`OriginFromCustomPlugin`).
-pub fn origin(t: &Target, cfg: &Resource) -> Option<Origin> {
+pub fn origin(t: &dyn Layer, cfg: &Resource) -> Option<Origin> {
     t.config_origin(
         cfg.kind(),
         cfg.name(),
@@ -164,7 +164,7 @@ fn function_config(cfg: &Resource) -> Value {
 /// Runs a function on `items`; `None` when it is skipped (exec without
 /// `--enable-exec`, or a spec naming no program).
 fn call_function(
-    t: &Target,
+    t: &dyn Layer,
     cfg: &Resource,
     spec: &FunctionSpec,
     items: Vec<Value>,
@@ -173,8 +173,8 @@ fn call_function(
         if path.is_empty() {
             return Ok(None);
         }
-        if !t.ctx.opts.enable_exec {
-            t.ctx.warn(format!(
+        if !t.opts().enable_exec {
+            t.warn(format!(
                 "Warning: exec function '{path}' ({}) was not run: exec functions need --enable-exec",
                 plugin_name(cfg)
             ));
@@ -185,7 +185,7 @@ fn call_function(
 }
 
 fn run_spec(
-    t: &Target,
+    t: &dyn Layer,
     cfg: &Resource,
     spec: &FunctionSpec,
     items: Vec<Value>,
@@ -198,7 +198,7 @@ fn run_spec(
         name: &name,
         function_config: &fc,
         items,
-        working_dir: t.loader.root(),
+        working_dir: t.loader().root(),
     })
     .map_err(|e| {
         Error::of(
@@ -210,7 +210,7 @@ fn run_spec(
 
 /// Runs a catalog function: the resolver's checks, then the runtime.
 fn call_catalog(
-    t: &Target,
+    t: &dyn Layer,
     cfg: &Resource,
     f: &Arc<dyn ResolvedFunction>,
     items: Vec<Value>,
@@ -225,7 +225,7 @@ fn call_catalog(
     run_spec(t, cfg, &spec, items)
 }
 
-fn legacy_args(t: &Target, cfg: &Resource) -> Result<Vec<String>> {
+fn legacy_args(t: &dyn Layer, cfg: &Resource) -> Result<Vec<String>> {
     let mut args = Vec::new();
     if let Some(line) = cfg.obj.str_at(&["argsOneLiner"])
         && !line.is_empty()
@@ -235,7 +235,7 @@ fn legacy_args(t: &Target, cfg: &Resource) -> Result<Vec<String>> {
     if let Some(file) = cfg.obj.str_at(&["argsFromFile"])
         && !file.is_empty()
     {
-        let text = t.loader.read_string(file)?;
+        let text = t.loader().read_string(file)?;
         for l in text.split('\n') {
             let l = l.trim_start_matches(' ');
             if !l.is_empty() {
@@ -246,7 +246,7 @@ fn legacy_args(t: &Target, cfg: &Resource) -> Result<Vec<String>> {
     Ok(args)
 }
 
-fn call_legacy(t: &Target, cfg: &Resource, path: &PathBuf, stdin: &[u8]) -> Result<Vec<Value>> {
+fn call_legacy(t: &dyn Layer, cfg: &Resource, path: &PathBuf, stdin: &[u8]) -> Result<Vec<Value>> {
     let r = runner(t, cfg)?;
     let args = legacy_args(t, cfg)?;
     let config = to_yaml(&function::encode_resource(cfg))?;
@@ -255,7 +255,7 @@ fn call_legacy(t: &Target, cfg: &Resource, path: &PathBuf, stdin: &[u8]) -> Resu
             path,
             args: &args,
             config: &config,
-            config_root: t.loader.root(),
+            config_root: t.loader().root(),
             stdin,
         })
         .map_err(Error::invalid)?;
@@ -264,7 +264,7 @@ fn call_legacy(t: &Target, cfg: &Resource, path: &PathBuf, stdin: &[u8]) -> Resu
 }
 
 /// Runs an external generator.
-pub fn generate(t: &Target, cfg: &Resource, ext: &External) -> Result<Vec<Resource>> {
+pub fn generate(t: &dyn Layer, cfg: &Resource, ext: &External) -> Result<Vec<Resource>> {
     let docs = match ext {
         External::Function(spec) => {
             match call_function(t, cfg, spec, vec![function_config(cfg)])? {
@@ -300,7 +300,7 @@ fn with_id(r: &Resource) -> Value {
 }
 
 /// Runs an external transformer on `m`.
-pub fn transform(t: &Target, m: &mut ResMap, cfg: &Resource, ext: &External) -> Result<()> {
+pub fn transform(t: &dyn Layer, m: &mut ResMap, cfg: &Resource, ext: &External) -> Result<()> {
     let input: Vec<Value> = m.resources().iter().map(with_id).collect();
     let (docs, name) = match ext {
         External::Function(spec) => {
