@@ -1,0 +1,349 @@
+//! YAML text -> [`Value`], reproducing what kustomize 5.5 ends up with.
+//!
+//! kustomize reads YAML in two different ways, and the two disagree on what a
+//! scalar means, so this module has two entry points:
+//!
+//! * [`parse_documents_strict`] is how *resources* (and patches, and every other
+//!   file kustomize loads through kyaml) are read: the text is split on `---`
+//!   lines the way kyaml's `ByteReader` does, each piece is parsed by go-yaml
+//!   v3 into nodes, kyaml expands anchors and merge keys on the nodes
+//!   (`DeAnchor`), and at output time every resource is re-encoded and decoded
+//!   into Go `interface{}` values, then into JSON. Scalars therefore resolve
+//!   with go-yaml v3 rules (`yes`/`on` are strings, `0123` is octal,
+//!   timestamps become RFC 3339 strings), duplicate keys are an error, and so
+//!   are non-string keys. `metadata.annotations` is rebuilt by kustomize on
+//!   the way out (values become their source text, keys are re-read as plain
+//!   scalars), which this reader reproduces.
+//! * [`parse_documents`] is how a *kustomization file* (and other config read
+//!   with `sigs.k8s.io/yaml`) is read: go-yaml v2 (YAML 1.1 booleans such as
+//!   `yes`/`on`, timestamps kept as written), then a YAML -> JSON conversion
+//!   that stringifies int/bool/float keys. Duplicate keys are tolerated (the
+//!   last one wins) and merge keys follow go-yaml v2 (a merge overrides the
+//!   keys written before it).
+//!
+//! Errors carry go-yaml's wording. The message prefix tells which stage of
+//! kustomize would have reported it:
+//! * `yaml: ...` - a syntax error found while loading (kustomize wraps it as
+//!   `MalformedYAMLError: ... in File: ...`);
+//! * `invalid document separator: ...`, `duplicate merge key`,
+//!   `map merge requires ...`, `invalid map merge: ...` - raised while loading;
+//! * `map[string]interface {}...: ...` - raised by kustomize when it prints
+//!   the resource (duplicate keys, undecodable tagged scalars, non-string keys,
+//!   values JSON cannot represent);
+//! * for kustomization files, `unsupported map key of type: ...` and
+//!   `json: unsupported value: ...` come from the YAML -> JSON conversion
+//!   (kustomize prefixes every kustomization error with
+//!   `invalid Kustomization: `).
+//!
+//! In resources, infinite and NaN floats are *not* an error here (unless the
+//! same resource fails JSON encoding for another reason): they are returned
+//! as [`Value::Float`] so that the printer can fail the way kustomize does;
+//! [`go_repr`] renders the Go `%#v` text its message needs.
+//!
+//! The parts, one concern each: [`input`] (newline normalization, the
+//! kyaml document split, directives, the tab-after-colon retry),
+//! [`resolve`] (scalar resolution for the go-yaml v3 and v2 flavours),
+//! [`timestamp`] (go-yaml's timestamps), [`builder`] (the event reader and
+//! the tree builder: anchors, aliases, merge keys, annotations),
+//! [`decode`] (what kustomize's decoding refuses: duplicate keys, non-string
+//! keys, values JSON cannot hold), [`lines`] (line numbers of the
+//! re-encoded document for its errors) and [`gofmt`] (Go's `%#v` and
+//! quoting in messages). This module holds the entry points and the tree
+//! they share.
+//!
+//! Known gaps: line numbers of duplicate keys inside alias copies, the exact
+//! text of kustomize's panic on an empty annotation key, flow collections
+//! nested deeper than 255 levels (rejected), and annotations of `kind: List`
+//! items (not rewritten here).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span, Tag};
+
+use super::value::{Mapping, PathSeg, Value};
+
+/// A YAML document that could not be turned into a [`Value`].
+///
+/// `message` follows go-yaml / kustomize wording (see the module docs for the
+/// prefixes); `line` and `column` are 1-based positions in the whole input
+/// where known, 0 otherwise.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParseError {
+    /// The error text, worded like kustomize's.
+    pub message: String,
+    /// 1-based line in the input (0 when unknown).
+    pub line: usize,
+    /// 1-based column in the input (0 when unknown).
+    pub column: usize,
+}
+
+impl ParseError {
+    fn new(message: impl Into<String>, line: usize, column: usize) -> Self {
+        ParseError {
+            message: message.into(),
+            line,
+            column,
+        }
+    }
+}
+
+/// Reads every document of a kustomization-style YAML stream (go-yaml v2 +
+/// `sigs.k8s.io/yaml` semantics), in order.
+///
+/// An empty document (nothing, or only comments, between `---` markers)
+/// yields [`Value::Null`]. Duplicate keys are allowed (the last one wins);
+/// int, float and bool keys are turned into strings. `yes`/`no`/`on`/`off`
+/// (and `y`/`n`) are booleans and timestamps stay as written, as in go-yaml
+/// v2.
+///
+/// kustomize only ever looks at the first document of such a file, so an
+/// error found in a later document ends the list instead of failing the
+/// call; an error in the first document is returned.
+pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
+    let mut text = normalize_newlines(src);
+    check_directives(&text, 0)?;
+    let mut retries = 0;
+    'retry: loop {
+        let mut reader = DocReader::new(&text, Mode::Lenient);
+        let mut out = Vec::new();
+        loop {
+            let step = reader
+                .next_document()
+                .and_then(|doc| doc.map(|d| finish_lenient(d.root)).transpose());
+            match step {
+                Ok(Some(v)) => out.push(v),
+                Ok(None) => return Ok(out),
+                Err(e) if out.is_empty() => {
+                    if retries < MAX_RETRIES
+                        && let Some(patched) = patch_tab_after_colon(&text, &e, 0)
+                    {
+                        retries += 1;
+                        text = Cow::Owned(patched);
+                        continue 'retry;
+                    }
+                    return Err(e);
+                }
+                Err(_) => return Ok(out),
+            }
+        }
+    }
+}
+
+/// Reads every document of a resource file the way kustomize (kyaml) does.
+///
+/// The input is split on lines starting with `---` (anything but a comment
+/// after the marker is an `invalid document separator` error); each piece
+/// yields one value, the first YAML document in it ([`Value::Null`] when the
+/// piece is empty or only has comments). A duplicate key anywhere is an error
+/// (`mapping key "env" already defined at line 4`), and so is a key that is
+/// not a string once decoded (`1: x`, `true: y`), with kustomize's messages.
+/// Line numbers in syntax errors count from the start of the piece, like
+/// kustomize's.
+pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
+    parse_strict(src, false, false).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
+}
+
+/// [`parse_documents_strict`] for strategic-merge patches: a null
+/// annotation value (`null`, `~` or nothing) is a null, which deletes the
+/// annotation, where a resource keeps its text.
+pub fn parse_documents_strict_patch(src: &str) -> Result<Vec<Value>, ParseError> {
+    parse_strict(src, false, true).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
+}
+
+/// [`parse_documents_strict`], with the paths of the nulls written as
+/// nothing (`key:`) in each document, which kustomize keeps apart from
+/// explicit `null`s (a strategic-merge patch drops them).
+pub fn parse_documents_strict_marking_empty_nulls(
+    src: &str,
+) -> Result<Vec<MarkedDocument>, ParseError> {
+    parse_strict(src, true, false)
+}
+
+/// A document and the paths of its nulls written as nothing.
+pub type MarkedDocument = (Value, Vec<Vec<PathSeg>>);
+
+fn parse_strict(src: &str, mark: bool, patch: bool) -> Result<Vec<MarkedDocument>, ParseError> {
+    let text = normalize_newlines(src);
+    let chunks = split_chunks(&text)?;
+    let mut out = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        check_directives(chunk.text, chunk.line_offset)?;
+        let mut patched: Option<String> = None;
+        let mut retries = 0;
+        let value = loop {
+            let piece = Chunk {
+                text: patched.as_deref().unwrap_or(chunk.text),
+                line_offset: chunk.line_offset,
+            };
+            let mut reader = DocReader::new(piece.text, Mode::Strict);
+            reader.line_offset = chunk.line_offset;
+            reader.patch = patch;
+            let mut nulls = Vec::new();
+            match reader.next_document() {
+                Ok(Some(doc)) => {
+                    let v = finish_strict(doc, piece, mark.then_some(&mut nulls))?;
+                    break (v, nulls);
+                }
+                Ok(None) => break (Value::Null, nulls),
+                Err(e) => {
+                    let again = if retries < MAX_RETRIES {
+                        patch_tab_after_colon(piece.text, &e, chunk.line_offset)
+                    } else {
+                        None
+                    };
+                    match again {
+                        Some(t) => {
+                            retries += 1;
+                            patched = Some(t);
+                        }
+                        None => return Err(e),
+                    }
+                }
+            }
+        };
+        out.push(value);
+    }
+    Ok(out)
+}
+
+/// Renders a value the way Go's `fmt` prints it with `%#v` after kustomize
+/// decoded it into `interface{}` values (`map[string]interface {}{"a":1}`,
+/// `[]interface {}{"x", 1.5}`, `interface {}(nil)`, `+Inf`, ...).
+///
+/// kustomize embeds this rendering of the whole resource in the errors it
+/// reports when a resource cannot be printed as JSON, e.g.
+/// `map[string]interface {}{...}: json: unsupported value: +Inf`.
+pub fn go_repr(value: &Value) -> String {
+    let mut out = String::new();
+    go_repr_value(value, &mut out);
+    out
+}
+
+// ---------------------------------------------------------------------------
+// The document tree built from parser events
+// ---------------------------------------------------------------------------
+
+/// A node after scalar resolution, still able to hold everything Go could:
+/// non-string keys, `time.Time` values and decode failures.
+#[derive(Clone, Debug)]
+enum N {
+    Null,
+    /// A null written as nothing (`key:`), in strict mode: kyaml keeps its
+    /// empty text, and a strategic-merge patch drops such fields where it
+    /// walks (explicit `null`/`~` stay).
+    EmptyNull,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(String),
+    Time(Box<GoTime>),
+    /// A scalar go-yaml refuses to decode (the message, without `yaml: `).
+    Fail(Box<str>),
+    /// A scalar that reads as `.0` where written but turns into the string
+    /// `.1` when kyaml re-encodes the resource (a timestamp containing `:`
+    /// inside a flow collection, an empty null in a flow collection or as a
+    /// key: the encoder has to quote them).
+    Requoted(Box<(N, String)>),
+    /// A `!!binary` value that is not UTF-8 (JSON replaces each bad byte
+    /// with U+FFFD; Go's `%#v` shows `\xff`).
+    Bytes(Vec<u8>),
+    Seq(Vec<N>),
+    Map(Vec<Entry>),
+}
+
+impl N {
+    fn kind(&self) -> NodeKind {
+        match self {
+            N::Seq(_) => NodeKind::Seq,
+            N::Map(_) => NodeKind::Map,
+            _ => NodeKind::Scalar,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Hash)]
+enum NodeKind {
+    #[default]
+    Scalar,
+    Seq,
+    Map,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    key: N,
+    val: N,
+    meta: KeyMeta,
+}
+
+/// What go-yaml / kyaml know about a key node beyond its decoded value.
+#[derive(Clone, Debug, Default)]
+struct KeyMeta {
+    /// The node's text when it differs from the decoded string key.
+    raw: Option<Box<str>>,
+    /// Tagged `!!null` (`~`, `null`, empty): kyaml looks such keys up by "".
+    null_tag: bool,
+    /// A string once kyaml re-encodes the resource: the only keys a JSON
+    /// object can have.
+    str_tag: bool,
+    /// Tagged `!!str` as written (how a direct decode of the nodes sees it).
+    direct_str: bool,
+    /// Source line of the key (1-based, within the piece).
+    line: u32,
+    /// For entries kyaml appends at the end of a map: position after `line`.
+    after: u32,
+}
+
+impl KeyMeta {
+    fn text<'a>(&'a self, key: &'a N) -> &'a str {
+        match (&self.raw, key) {
+            (Some(r), _) => r,
+            (None, N::Str(s)) => s,
+            _ => "",
+        }
+    }
+}
+
+/// A `time.Time` as go-yaml produces it for a timestamp scalar.
+#[derive(Clone, Debug, PartialEq)]
+struct GoTime {
+    year: i32,
+    month: u32,
+    day: u32,
+    hour: u32,
+    min: u32,
+    sec: u32,
+    nsec: u32,
+    zone: Zone,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Zone {
+    /// `Z` or no zone at all.
+    Utc,
+    /// A numeric offset in seconds east of UTC.
+    Offset(i32),
+}
+
+mod builder;
+mod decode;
+mod gofmt;
+mod input;
+mod lines;
+mod resolve;
+mod timestamp;
+
+use builder::*;
+use decode::*;
+use gofmt::*;
+use input::*;
+use lines::*;
+use resolve::*;
+use timestamp::*;
+
+#[cfg(test)]
+mod tests;
