@@ -49,6 +49,25 @@ async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// `krmsync controller` against `fake`: its kubeconfig and work directory
+/// in `dir`, metrics and health on ephemeral ports.
+fn controller_command(fake: &FakeApi, dir: &std::path::Path) -> Command {
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, fake.kubeconfig_yaml()).unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_krmsync"));
+    c.args([
+        "controller",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--health-addr",
+        "127.0.0.1:0",
+    ])
+    .arg("--work-dir")
+    .arg(dir.join("work"))
+    .env("KUBECONFIG", &kubeconfig);
+    c
+}
+
 /// Waits until Kustomization `site` is Ready=True.
 async fn wait_site_ready(fake: &FakeApi) {
     wait_for("the Kustomization to be Ready", || {
@@ -261,23 +280,8 @@ async fn kustomizations_wait_for_the_catalog_cache_and_plain_logs_have_no_colour
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, fake.kubeconfig_yaml()).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_krmsync"))
-        .args([
-            "controller",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--health-addr",
-            "127.0.0.1:0",
-            "--work-dir",
-            dir.path().join("work").to_str().unwrap(),
-            "--log-format",
-            "plain",
-            "--log-level",
-            "debug",
-        ])
-        .env("KUBECONFIG", &kubeconfig)
+    let child = controller_command(&fake, dir.path())
+        .args(["--log-format", "plain", "--log-level", "debug"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -375,21 +379,9 @@ async fn deleted_or_edited_objects_are_restored_within_seconds() {
             "spec": {"source": {"bundle": {"configMapRef": {"name": "bundle"}}}, "interval": "1h"},
         }));
         let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        std::fs::write(&kubeconfig, fake.kubeconfig_yaml()).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_krmsync"))
-            .args([
-                "controller",
-                "--metrics-addr",
-                "127.0.0.1:0",
-                "--health-addr",
-                "127.0.0.1:0",
-            ])
-            .arg("--work-dir")
-            .arg(dir.path().join("work"))
+        let child = controller_command(&fake, dir.path())
             .arg(format!("--self-heal={self_heal}"))
             .args(["--log-level", "krmsync=debug"])
-            .env("KUBECONFIG", &kubeconfig)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.path().join("log")).unwrap())
             .spawn()

@@ -133,6 +133,11 @@ impl Env {
             .unwrap_or(0)
     }
 
+    /// The example's Deployment as applied in `ns`, if it was.
+    fn deployment(&self, ns: &str) -> Option<Value> {
+        self.h.object("apps/v1", "Deployment", Some(ns), "web")
+    }
+
     fn no_function_ran(&self) {
         assert!(
             !self
@@ -159,9 +164,7 @@ async fn a_catalog_function_runs_and_its_output_is_applied() {
     let k = e.h.reconcile_ready("web", "app").await;
     assert_eq!(condition(&k, "Rendered").status, "True");
 
-    let d =
-        e.h.object("apps/v1", "Deployment", Some("web"), "web")
-            .expect("the Deployment was applied");
+    let d = e.deployment("web").expect("the Deployment was applied");
     assert_eq!(labels(&d)["team"], "web", "{d}");
     assert_eq!(labels(&d)["rendered-by"], "krmsync");
     // the generator's ConfigMap, hash-suffixed, labelled by the transformer
@@ -214,11 +217,7 @@ async fn a_namespace_the_catalog_does_not_allow_applies_nothing() {
         ready.message
     );
     assert_eq!(condition(&k, "Rendered").reason, "FunctionNotApproved");
-    assert!(
-        e.h.object("apps/v1", "Deployment", Some("other"), "web")
-            .is_none(),
-        "something was applied"
-    );
+    assert!(e.deployment("other").is_none(), "something was applied");
     e.no_function_ran();
 }
 
@@ -253,10 +252,7 @@ async fn without_spec_catalogs_no_function_runs_whatever_its_annotation_says() {
         "{}",
         ready.message
     );
-    assert!(
-        e.h.object("apps/v1", "Deployment", Some("web"), "web")
-            .is_none()
-    );
+    assert!(e.deployment("web").is_none());
     e.no_function_ran();
 }
 
@@ -283,10 +279,7 @@ async fn a_binary_that_does_not_match_the_catalog_resource_never_runs() {
         "{}",
         ready.message
     );
-    assert!(
-        e.h.object("apps/v1", "Deployment", Some("web"), "web")
-            .is_none()
-    );
+    assert!(e.deployment("web").is_none());
     e.no_function_ran();
 }
 
@@ -308,10 +301,7 @@ async fn a_failing_function_reports_its_results_and_applies_nothing() {
         ready.message
     );
     assert_eq!(condition(&k, "Rendered").status, "False");
-    assert!(
-        e.h.object("apps/v1", "Deployment", Some("web"), "web")
-            .is_none()
-    );
+    assert!(e.deployment("web").is_none());
     assert_eq!(e.runs("SetLabels", "failure"), 1);
 }
 
@@ -428,9 +418,7 @@ async fn binaries_missing_from_the_bundle_are_fetched_from_the_catalog_uri_and_v
     .unwrap();
     e.app("web", bundle.path());
     e.h.reconcile_ready("web", "app").await;
-    let d =
-        e.h.object("apps/v1", "Deployment", Some("web"), "web")
-            .unwrap();
+    let d = e.deployment("web").unwrap();
     assert_eq!(labels(&d)["team"], "web");
     assert!(e.cache.join("sha256").join(sha(SET_LABELS)).is_file());
 

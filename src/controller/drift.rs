@@ -64,11 +64,6 @@ impl DriftWatch {
             .unwrap_or(false)
     }
 
-    /// The number of kinds watched.
-    pub fn kind_count(&self) -> usize {
-        self.kinds.lock().map(|k| k.len()).unwrap_or(0)
-    }
-
     /// Starts watching the kinds of `inventory` not watched yet.
     pub fn observe(&self, inventory: &Inventory) {
         for e in &inventory.entries {

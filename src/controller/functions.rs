@@ -62,16 +62,6 @@ impl Default for FunctionSettings {
 }
 
 impl FunctionSettings {
-    /// The startup log line: which protections are active on this kernel.
-    pub fn describe(&self) -> String {
-        let probe = crate::krm::sandbox::probe();
-        probe
-            .report(&self.sandbox)
-            .lines()
-            .collect::<Vec<_>>()
-            .join("; ")
-    }
-
     /// Fetches the binaries a render missed into the cache; every failure,
     /// one per binary.
     pub async fn fetch(&self, wanted: &[WantedBinary]) -> Result<(), String> {

@@ -82,7 +82,7 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
     let probe = crate::krm::sandbox::probe();
     let missing = probe.missing();
     tracing::info!(
-        sandbox = %opts.functions.describe(),
+        sandbox = %probe.report(&opts.functions.sandbox).lines().collect::<Vec<_>>().join("; "),
         require_sandbox = opts.functions.sandbox.require,
         function_network = opts.functions.sandbox.allow_network,
         function_cache = %opts.functions.cache.as_ref().map(|c| c.root.display().to_string()).unwrap_or_default(),

@@ -151,63 +151,55 @@ pub fn is_ssh(url: &str) -> bool {
     }
 }
 
-/// Runs `git args` in `dir`, killed at `deadline`; its stderr on failure.
+/// Runs `git args` in `dir` through the function runtime's process runner
+/// (its process group, ssh included, is killed at `deadline`); git's
+/// stderr on failure.
 fn run_git(
     ssh_command: &Option<String>,
     dir: &Path,
     args: &[&str],
     deadline: Instant,
 ) -> Result<(), String> {
-    use std::process::{Command, Stdio};
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args(args);
-    cmd.env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    let mut set = |k: &str, v: &str| {
+        env.retain(|(e, _)| e != k);
+        env.push((k.to_string(), v.to_string()));
+    };
+    set("GIT_TERMINAL_PROMPT", "0");
     match ssh_command {
-        Some(c) => {
-            cmd.env("GIT_SSH_COMMAND", c);
-        }
+        Some(c) => set("GIT_SSH_COMMAND", c),
         None if std::env::var_os("GIT_SSH_COMMAND").is_none()
             && std::env::var_os("GIT_SSH").is_none() =>
         {
-            cmd.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
+            set("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
         }
         None => {}
     }
-    let mut child = cmd.spawn().map_err(|e| {
-        format!(
-            "SSH repositories are fetched with the git command, which could not be started: {e}"
-        )
-    })?;
-    let mut stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(e) = stderr.as_mut() {
-            let _ = std::io::Read::read_to_string(e, &mut s);
-        }
-        s
-    });
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let err = reader.join().unwrap_or_default();
-                if status.success() {
-                    return Ok(());
-                }
-                return Err(format!("git {}: {}", args.join(" "), err.trim()));
-            }
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("git {}: timed out", args.join(" ")));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("git {}: {e}", args.join(" "))),
-        }
+    let what = format!("git {}", args.join(" "));
+    let out = crate::krm::process::run(
+        crate::krm::process::Run {
+            program: "git".into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env,
+            dir: dir.to_path_buf(),
+            ..Default::default()
+        },
+        deadline.saturating_duration_since(Instant::now()),
+        GIT_OUTPUT_CAP,
+    )
+    .map_err(|e| format!("{what}: {e}"))?;
+    if out.success {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
+
+/// Output kept from one git command (its messages; the objects go to disk).
+const GIT_OUTPUT_CAP: usize = 1 << 20;
 
 /// A directory removed on drop.
 struct TempDir(PathBuf);

@@ -77,58 +77,16 @@ pub(super) fn resolve_event(
     style: ScalarStyle,
     tag: Option<&Tag>,
 ) -> Scalar {
+    let v2 = mode == Mode::Lenient;
     let explicit = tag.map(short_tag);
-    match mode {
-        Mode::Strict => resolve_event_v3(value, style, explicit.as_deref()),
-        Mode::Lenient => resolve_event_v2(value, style, explicit.as_deref()),
-    }
-}
-
-pub(super) fn resolve_event_v3(value: &str, style: ScalarStyle, explicit: Option<&str>) -> Scalar {
     // The go-yaml v3 parser ignores the non-specific tag `!`.
-    let explicit = explicit.filter(|t| *t != "!");
-    match explicit {
-        Some(t) => {
-            let tag = rtag_of_short(t).unwrap_or(RTag::Other);
-            let node = match tag {
-                RTag::Str => N::Str(value.to_owned()),
-                RTag::Other | RTag::Merge => N::Str(value.to_owned()),
-                _ => decode_tagged(false, tag, value),
-            };
-            Scalar {
-                node,
-                tag,
-                merge: tag == RTag::Merge,
-            }
-        }
-        None if style != ScalarStyle::Plain => Scalar {
-            node: N::Str(value.to_owned()),
-            tag: RTag::Str,
-            merge: false,
-        },
-        None if value == "<<" => Scalar {
-            node: N::Str(value.to_owned()),
-            tag: RTag::Merge,
-            merge: true,
-        },
-        None => {
-            let (tag, node) = resolve_plain(false, value);
-            Scalar {
-                node,
-                tag,
-                merge: false,
-            }
-        }
-    }
-}
-
-pub(super) fn resolve_event_v2(value: &str, style: ScalarStyle, explicit: Option<&str>) -> Scalar {
+    let explicit = explicit.as_deref().filter(|t| v2 || *t != "!");
     match explicit {
         Some(t) => {
             let tag = rtag_of_short(t).unwrap_or(RTag::Other);
             let node = match tag {
                 RTag::Str | RTag::Other | RTag::Merge => N::Str(value.to_owned()),
-                _ => decode_tagged(true, tag, value),
+                _ => decode_tagged(v2, tag, value),
             };
             Scalar {
                 node,
@@ -141,14 +99,14 @@ pub(super) fn resolve_event_v2(value: &str, style: ScalarStyle, explicit: Option
             tag: RTag::Str,
             merge: false,
         },
-        // go-yaml v2 merges on any plain `<<` key.
+        // both readers merge on a plain `<<` key
         None if value == "<<" => Scalar {
             node: N::Str(value.to_owned()),
             tag: RTag::Merge,
             merge: true,
         },
         None => {
-            let (tag, node) = resolve_plain(true, value);
+            let (tag, node) = resolve_plain(v2, value);
             Scalar {
                 node,
                 tag,
