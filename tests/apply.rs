@@ -4,7 +4,7 @@ mod support;
 
 use std::time::Duration;
 
-use krmsync::api::kustomization::Inventory;
+use krmsync::api::kustomization::{Inventory, InventoryEntry};
 use krmsync::api::{NAME_LABEL, NAMESPACE_LABEL};
 use krmsync::apply::{
     Action, Applier, ApplyError, ApplyOptions, inventory_entry, parse_inventory_entry,
@@ -97,8 +97,19 @@ async fn create_then_unchanged_then_configured() {
         ]
     );
     assert_eq!(first.summary(), "3 created, 0 configured, 0 unchanged");
+    assert!(
+        first.inventory().entries.iter().all(|e| e.h.is_some()),
+        "every applied object has a fingerprint"
+    );
+    let without_fingerprints = |inv: Inventory| Inventory {
+        entries: inv
+            .entries
+            .into_iter()
+            .map(|e| InventoryEntry { h: None, ..e })
+            .collect(),
+    };
     assert_eq!(
-        first.inventory(),
+        without_fingerprints(first.inventory()),
         Inventory {
             entries: vec![
                 inventory_entry("", "v1", "Namespace", None, "prod"),
@@ -129,28 +140,31 @@ async fn create_then_unchanged_then_configured() {
         .into_iter()
         .filter(|r| r.method == "PATCH")
         .collect();
-    // a server-side dry-run of each object, then the real apply of each
-    assert_eq!(patches.len(), 6);
+    // a server-side dry-run of each object but the new ConfigMap (checked
+    // locally), then the real apply of each
+    assert_eq!(patches.len(), 5);
     let dry: Vec<_> = patches
         .iter()
         .filter(|p| p.query_param("dryRun").as_deref() == Some("All"))
         .collect();
-    assert_eq!(dry.len(), 3);
+    assert_eq!(dry.len(), 2);
     // the Namespace does not exist yet: what goes into it is dry-run only
-    // once it was created
+    // once it was created; the new ConfigMap is created before the rest
     let order: Vec<(bool, &str)> = patches
         .iter()
         .map(|p| (p.query_param("dryRun").is_some(), p.path.as_str()))
         .collect();
     assert_eq!(
-        order[..2],
+        order,
         [
             (true, "/api/v1/namespaces/prod"),
-            (false, "/api/v1/namespaces/prod")
+            (false, "/api/v1/namespaces/prod"),
+            (true, "/apis/apps/v1/namespaces/prod/deployments/web"),
+            (false, "/api/v1/namespaces/prod/configmaps/settings"),
+            (false, "/apis/apps/v1/namespaces/prod/deployments/web"),
         ],
         "{order:?}"
     );
-    assert!(order[2..4].iter().all(|(dry, _)| *dry), "{order:?}");
     for p in &patches {
         assert_eq!(p.query_param("fieldManager").as_deref(), Some("krmsync"));
         assert_eq!(p.query_param("force").as_deref(), Some("true"));
@@ -166,14 +180,20 @@ async fn create_then_unchanged_then_configured() {
 
     let changed = applier.apply(set("b"), &opts()).await.unwrap();
     assert_eq!(changed.summary(), "0 created, 1 configured, 2 unchanged");
+    let settings = &changed.objects[1];
     assert_eq!(
-        changed.objects[1],
-        krmsync::apply::AppliedObject {
+        settings,
+        &krmsync::apply::AppliedObject {
             entry: inventory_entry("", "v1", "ConfigMap", Some("prod"), "settings"),
             display: "ConfigMap/prod/settings".into(),
             action: Action::Configured,
             adopted: false,
+            fingerprint: settings.fingerprint.clone(),
         }
+    );
+    assert!(
+        settings.fingerprint.is_some(),
+        "an applied object has a fingerprint"
     );
     let cm = fake
         .get("v1", "ConfigMap", Some("prod"), "settings")
@@ -341,12 +361,13 @@ async fn namespace_defaulting_and_cluster_scoped() {
         .await
         .unwrap();
     let ids: Vec<String> = report.objects.iter().map(|o| o.entry.id.clone()).collect();
+    // new ConfigMaps are created first (they are not dry-run)
     assert_eq!(
         ids,
         [
-            "_reader_rbac.authorization.k8s.io_ClusterRole",
             "prod_defaulted__ConfigMap",
             "other_explicit__ConfigMap",
+            "_reader_rbac.authorization.k8s.io_ClusterRole",
         ]
     );
     let r = fake
@@ -381,7 +402,7 @@ async fn namespace_defaulting_and_cluster_scoped() {
             .is_none()
     );
 
-    let parsed = parse_inventory_entry(&report.objects[0].entry).unwrap();
+    let parsed = parse_inventory_entry(&report.objects[2].entry).unwrap();
     assert_eq!(parsed.namespace, None);
     assert_eq!(parsed.group, "rbac.authorization.k8s.io");
 }
@@ -688,15 +709,45 @@ async fn unchanged_objects_cost_no_request_but_drift_is_restored() {
         "one LIST per kind and namespace, nothing else"
     );
 
-    // drift: another writer edits one object, another is deleted
-    let mut c3 = fake.get("v1", "ConfigMap", Some("prod"), "c3").unwrap();
-    c3["data"]["key"] = json!("edited");
-    fake.insert(c3);
+    // writes by others to fields krmsync does not own change nothing
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
         fake.client(),
         "prod",
         &kube::discovery::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
     );
+    let by_someone_else = kube::api::PatchParams {
+        field_manager: Some("someone-else".into()),
+        ..Default::default()
+    };
+    api.patch(
+        "c1",
+        &by_someone_else,
+        &kube::api::Patch::Merge(json!({"metadata": {"annotations": {"note": "theirs"}}})),
+    )
+    .await
+    .unwrap();
+    fake.clear_requests();
+    let (again, _) = run(&mut memory).await;
+    assert_eq!(again.count(Action::Unchanged), 25, "{}", again.summary());
+    assert!(writes(&fake).is_empty(), "{:?}", writes(&fake));
+
+    // a restarted controller seeds its memory from the inventory it wrote
+    let mut restarted = AppliedMemory::from_inventory(&again.inventory());
+    assert_eq!(restarted.len(), 25);
+    fake.clear_requests();
+    let (after_restart, m) = run(&mut restarted).await;
+    assert_eq!(after_restart.count(Action::Unchanged), 25);
+    assert_eq!(fake.requests().len(), 2, "{:?}", fake.requests());
+    memory = m;
+
+    // drift: another writer edits one of our fields, another object is deleted
+    api.patch(
+        "c3",
+        &by_someone_else,
+        &kube::api::Patch::Merge(json!({"data": {"key": "edited"}})),
+    )
+    .await
+    .unwrap();
     api.delete("c7", &Default::default()).await.unwrap();
     fake.clear_requests();
     let (healed, _) = run(&mut memory).await;
@@ -711,5 +762,55 @@ async fn unchanged_objects_cost_no_request_but_drift_is_restored() {
         writes.len(),
         2,
         "only the two changed objects are written: {writes:?}"
+    );
+}
+
+/// New ConfigMaps and Secrets are checked locally instead of dry-run: an
+/// invalid one writes nothing, and one the API server refuses anyway (an
+/// admission webhook, a quota) stops the apply before anything else of the
+/// set is written.
+#[tokio::test]
+async fn new_configmaps_are_checked_locally_and_created_first() {
+    let fake = FakeApi::start().await;
+    fake.insert(namespace("prod"));
+    let applier = Applier::new(fake.client());
+    let mut bad = configmap("bad", "v");
+    bad["data"]["not a key"] = json!("x");
+    let err = applier
+        .apply(vec![deployment("web", 1), bad], &opts())
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("ConfigMap prod/bad") && msg.contains("data[not a key]"),
+        "{msg}"
+    );
+    assert!(
+        fake.requests().iter().all(|r| r.method == "GET"),
+        "{:?}",
+        fake.requests()
+    );
+
+    fake.fail(
+        "PATCH",
+        "configmaps/refused",
+        403,
+        "denied by a policy webhook",
+    );
+    let err = applier
+        .apply(
+            vec![deployment("web", 1), configmap("refused", "v")],
+            &opts(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("denied by a policy webhook"),
+        "{err}"
+    );
+    assert!(
+        fake.get("apps/v1", "Deployment", Some("prod"), "web")
+            .is_none(),
+        "nothing but new ConfigMaps may be written before the refusal"
     );
 }

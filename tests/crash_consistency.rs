@@ -75,9 +75,10 @@ async fn harness() -> Harness {
 async fn an_apply_that_fails_midway_leaks_nothing_after_the_next_revision() {
     let h = harness().await;
     revision(&h, &["a", "b", "c", "d", "e"]);
-    // the real apply of d fails (its dry-run, the first PATCH, passes)
+    // the creation of d fails (a new ConfigMap is not dry-run: its first
+    // PATCH is the real apply)
     h.fake
-        .fail_nth("PATCH", "/configmaps/d", 2, 500, "etcd timeout");
+        .fail_nth("PATCH", "/configmaps/d", 1, 500, "etcd timeout");
     let (k, ready) = h.reconcile_failing(NS, "app", "ApplyFailed").await;
     assert!(ready.message.contains("apps/d"), "{}", ready.message);
     // what was written is recorded, with everything else this revision may create
@@ -101,15 +102,42 @@ async fn an_apply_that_fails_midway_leaks_nothing_after_the_next_revision() {
     next_revision_leaks_nothing(&h).await;
 }
 
+/// A bundle of ConfigMaps named `names` whose data is `k: value`.
+fn revision_with(h: &Harness, names: &[&str], value: &str) {
+    let mut files = vec![(
+        "kustomization.yaml".to_string(),
+        format!(
+            "resources: [{}]\n",
+            names
+                .iter()
+                .map(|n| format!("{n}.yaml"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )];
+    for n in names {
+        files.push((
+            format!("{n}.yaml"),
+            cm(n).replace("k: v", &format!("k: {value}")),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    h.bundle(NS, "app", &refs);
+}
+
 #[tokio::test]
 async fn a_dry_run_refusal_writes_nothing() {
     let h = harness().await;
-    revision(&h, &["a", "b", "c", "d"]);
+    // a changes (an update: dry-run), b, c and d are new
+    revision_with(&h, &["a", "b", "c", "d"], "changed");
     h.fake.fail(
         "PATCH",
-        "/configmaps/c",
+        "/configmaps/a",
         422,
-        "ConfigMap \"c\" is invalid: data: Too long",
+        "ConfigMap \"a\" is invalid: data: Too long",
     );
     h.fake.clear_requests();
     let (_, ready) = h.reconcile_failing(NS, "app", "ApplyFailed").await;
@@ -127,6 +155,27 @@ async fn a_dry_run_refusal_writes_nothing() {
         "written despite the dry-run refusal: {real_writes:?}"
     );
     assert_eq!(owned(&h), vec!["a"]);
+}
+
+/// A new ConfigMap is not dry-run (it is checked locally) and new
+/// ConfigMaps are created before anything else: when the API server refuses
+/// one anyway, only new ConfigMaps were written, no existing object was
+/// changed, and the next revision leaks nothing.
+#[tokio::test]
+async fn a_refused_new_configmap_changes_no_existing_object() {
+    let h = harness().await;
+    revision_with(&h, &["a", "b", "c", "d"], "changed");
+    h.fake
+        .fail("PATCH", "/configmaps/c", 403, "denied by a policy webhook");
+    let (_, ready) = h.reconcile_failing(NS, "app", "ApplyFailed").await;
+    assert!(
+        ready.message.contains("policy webhook"),
+        "{}",
+        ready.message
+    );
+    let a = h.fake.get("v1", "ConfigMap", Some(NS), "a").unwrap();
+    assert_eq!(a["data"]["k"], "v", "the existing object must not change");
+    next_revision_leaks_nothing(&h).await;
 }
 
 #[tokio::test]

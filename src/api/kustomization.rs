@@ -316,13 +316,19 @@ pub struct Inventory {
 }
 
 /// One applied object: `id` is `<namespace>_<name>_<group>_<kind>` (the
-/// namespace is empty for cluster-scoped objects), `v` its API version.
+/// namespace is empty for cluster-scoped objects), `v` its API version,
+/// `h` its fingerprint.
 #[derive(
     Deserialize, Serialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema,
 )]
 pub struct InventoryEntry {
     pub id: String,
     pub v: String,
+    /// Fingerprint of what krmsync last applied to the object and of its
+    /// managed fields right after: when the live object still gives it,
+    /// nothing changed and the object is not applied again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h: Option<String>,
 }
 
 /// The Secrets holding the rendered manifests (gzip, split below 1 MiB).

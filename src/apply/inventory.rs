@@ -100,6 +100,7 @@ pub fn inventory_entry(
             kind
         ),
         v: version.to_string(),
+        h: None,
     }
 }
 
@@ -130,6 +131,7 @@ mod tests {
         InventoryEntry {
             id: id.into(),
             v: v.into(),
+            h: None,
         }
     }
 

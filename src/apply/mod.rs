@@ -23,6 +23,7 @@
 //! [`Applier::prune`] (adopted ones are released).
 
 mod discovery;
+mod inert;
 mod inventory;
 mod prune;
 
@@ -145,10 +146,13 @@ pub enum Ownership {
 pub enum Live {
     /// It does not exist: applying creates it.
     Absent,
-    /// It exists and is ours (`created`: we created it).
+    /// It exists and is ours (`created`: we created it). `fields`: a
+    /// digest of krmsync's own `managedFields` entry (see [`AppliedMemory`]),
+    /// empty when it has none.
     Ours {
         created: bool,
         resource_version: String,
+        fields: String,
     },
     /// It exists without an owner: applying adopts it.
     Unowned,
@@ -181,6 +185,9 @@ pub struct AppliedObject {
     pub action: Action,
     /// It existed without being ours and is now ours (adopted, not created).
     pub adopted: bool,
+    /// See [`AppliedMemory`]; `None` when the API server returned no
+    /// managed fields of ours.
+    pub fingerprint: Option<String>,
 }
 
 /// The objects applied, in apply order.
@@ -190,10 +197,17 @@ pub struct ApplyReport {
 }
 
 impl ApplyReport {
-    /// The inventory of the applied objects (sorted, deduplicated).
+    /// The inventory of the applied objects (sorted, deduplicated), with
+    /// each object's fingerprint.
     pub fn inventory(&self) -> Inventory {
-        let entries: BTreeSet<InventoryEntry> =
-            self.objects.iter().map(|o| o.entry.clone()).collect();
+        let entries: BTreeSet<InventoryEntry> = self
+            .objects
+            .iter()
+            .map(|o| InventoryEntry {
+                h: o.fingerprint.clone(),
+                ..o.entry.clone()
+            })
+            .collect();
         Inventory {
             entries: entries.into_iter().collect(),
         }
@@ -297,18 +311,27 @@ impl Plan {
     }
 }
 
-/// What krmsync last applied to each object of a set: a hash of the
-/// applied configuration and the `resourceVersion` the object had right
-/// after. An object whose live `resourceVersion` is still that one, and
-/// whose desired configuration hashes the same, has not changed since: it
-/// is neither dry-run nor applied again, so a reconcile that changes
-/// nothing costs one LIST per kind and namespace. Any change by anyone
-/// (drift) bumps the `resourceVersion`, and a deleted object is absent:
-/// both are applied as usual. Kept in memory by the caller between
-/// reconciles (empty after a restart: everything is dry-run once).
+/// What krmsync last applied to each object of a set: for each inventory
+/// id, a *fingerprint* of the applied configuration (its hash) together
+/// with krmsync's own `managedFields` entry right after the apply (its
+/// field set, API version and time).
+///
+/// An object is neither dry-run nor applied again when its desired
+/// configuration and its live entry give the recorded fingerprint. That
+/// holds exactly while nobody took any of our fields: server-side apply
+/// moves a field to whoever changes its value (an update, or a forced
+/// apply), and our entry's time changes whenever our own apply changes a
+/// value. Writes by others to fields we do not own (a Deployment's status,
+/// a scaler's replicas) leave it alone, so they no longer cost an apply.
+/// A deleted object is absent and applied as usual.
+///
+/// Kept in memory between reconciles and persisted in the inventory
+/// (`status.inventory.entries[].h`), from which a restarted controller
+/// seeds it ([`AppliedMemory::from_inventory`]): a restart costs one
+/// LIST per kind and namespace, not an apply per object.
 #[derive(Clone, Debug, Default)]
 pub struct AppliedMemory {
-    entries: HashMap<String, (String, String)>,
+    entries: HashMap<String, String>,
 }
 
 impl AppliedMemory {
@@ -319,11 +342,51 @@ impl AppliedMemory {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// The fingerprints recorded in an inventory.
+    pub fn from_inventory(inventory: &Inventory) -> AppliedMemory {
+        AppliedMemory {
+            entries: inventory
+                .entries
+                .iter()
+                .filter_map(|e| Some((e.id.clone(), e.h.clone()?)))
+                .collect(),
+        }
+    }
 }
 
 /// sha256 of an object's JSON.
 fn config_hash(obj: &Value) -> String {
     crate::source::sha256_hex(&serde_json::to_vec(obj).unwrap_or_default())
+}
+
+/// Digest of the `managedFields` entry of `manager`'s apply (no
+/// subresource): API version, time and field set. Empty when there is none.
+fn owned_fields(meta: &ObjectMeta, manager: &str) -> String {
+    let Some(entry) = meta.managed_fields.iter().flatten().find(|m| {
+        m.manager.as_deref() == Some(manager)
+            && m.operation.as_deref() == Some("Apply")
+            && m.subresource.as_deref().unwrap_or_default().is_empty()
+    }) else {
+        return String::new();
+    };
+    let text = serde_json::to_string(&(
+        &entry.api_version,
+        &entry.time,
+        &entry.fields_v1.as_ref().map(|f| &f.0),
+    ))
+    .unwrap_or_default();
+    crate::source::sha256_hex(text.as_bytes())
+}
+
+/// The fingerprint of a configuration (its [`config_hash`]) applied with
+/// our field set `fields` ([`owned_fields`]); `None` without one.
+fn fingerprint(config_hash: &str, fields: &str) -> Option<String> {
+    if fields.is_empty() {
+        return None;
+    }
+    let digest = crate::source::sha256_hex(format!("{config_hash}\0{fields}").as_bytes());
+    Some(digest[..32].to_string())
 }
 
 /// The planned object as a [`ForeignObject`], when another Kustomization owns it.
@@ -539,17 +602,27 @@ impl Applier {
             mark_ownership(p, opts);
         }
         let previous = std::mem::take(&mut memory.entries);
-        let recorded: Mutex<HashMap<String, (String, String)>> = Mutex::new(HashMap::new());
+        let recorded: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
         // unchanged since krmsync applied them: no dry-run, no apply
         let mut unchanged: HashSet<String> = HashSet::new();
         for p in &items {
-            if let Live::Ours {
-                resource_version, ..
-            } = &p.live
-                && previous.get(&p.oref.entry().id)
-                    == Some(&(config_hash(&p.obj), resource_version.clone()))
+            if let Live::Ours { fields, .. } = &p.live
+                && let Some(f) = fingerprint(&config_hash(&p.obj), fields)
+                && previous.get(&p.oref.entry().id) == Some(&f)
             {
                 unchanged.insert(p.oref.entry().id);
+            }
+        }
+        // New ConfigMaps and Secrets: checked here instead of dry-run (see
+        // `inert`), and created before anything else of their phase.
+        let mut fresh_inert: HashSet<String> = HashSet::new();
+        for p in &items {
+            if p.live == Live::Absent && inert::is_inert(&p.oref) {
+                inert::validate(&p.obj).map_err(|reason| ApplyError::InvalidObject {
+                    object: p.oref.to_string(),
+                    reason,
+                })?;
+                fresh_inert.insert(p.oref.entry().id);
             }
         }
         // Namespaces this set creates: objects in them cannot be dry-run yet.
@@ -567,7 +640,10 @@ impl Applier {
         };
         let (now, later): (Vec<&Planned>, Vec<&Planned>) = items
             .iter()
-            .filter(|p| !unchanged.contains(&p.oref.entry().id))
+            .filter(|p| {
+                let id = p.oref.entry().id;
+                !unchanged.contains(&id) && !fresh_inert.contains(&id)
+            })
             .partition(|p| dry_now(p));
         unchanged.extend(self.dry_run(&now, opts).await?);
         // dry-run once the first phase created their namespaces and kinds
@@ -604,7 +680,21 @@ impl Applier {
             .filter(|p| deferred.contains(&p.oref.entry().id))
             .collect();
         unchanged.extend(self.dry_run(&deferred, opts).await?);
-        let second_phase = self.apply_phase(&rest, &unchanged, &recorded, opts).await;
+        // a refused ConfigMap or Secret stops the reconcile before anything
+        // else of the phase is written
+        let (inert_first, rest): (Vec<Planned>, Vec<Planned>) = rest
+            .into_iter()
+            .partition(|p| fresh_inert.contains(&p.oref.entry().id));
+        let mut second_phase = self
+            .apply_phase(&inert_first, &unchanged, &recorded, opts)
+            .await;
+        if let Ok(done) = &mut second_phase {
+            let others = self.apply_phase(&rest, &unchanged, &recorded, opts).await;
+            match others {
+                Ok(more) => done.extend(more),
+                Err(e) => second_phase = Err(e),
+            }
+        }
         memory.entries = recorded.into_inner().unwrap_or_else(|e| e.into_inner());
         report.objects.extend(second_phase?);
         Ok(report)
@@ -928,14 +1018,16 @@ impl Applier {
         &self,
         phase: &[Planned],
         unchanged: &HashSet<String>,
-        recorded: &Mutex<HashMap<String, (String, String)>>,
+        recorded: &Mutex<HashMap<String, String>>,
         opts: &ApplyOptions,
     ) -> Result<Vec<AppliedObject>, ApplyError> {
-        let record = |id: String, hash: String, rv: String| {
-            recorded
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, (hash, rv));
+        let record = |id: String, fingerprint: &Option<String>| {
+            if let Some(f) = fingerprint {
+                recorded
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, f.clone());
+            }
         };
         // collected first: a lazy iterator of borrowing futures would make
         // the stream's Send bound unprovable for the controller's task
@@ -943,37 +1035,33 @@ impl Applier {
         for p in phase {
             jobs.push(async move {
                 if unchanged.contains(&p.oref.entry().id)
-                    && let Live::Ours {
-                        resource_version, ..
-                    } = &p.live
+                    && let Live::Ours { fields, .. } = &p.live
                 {
-                    record(
-                        p.oref.entry().id,
-                        config_hash(&p.obj),
-                        resource_version.clone(),
-                    );
+                    let fingerprint = fingerprint(&config_hash(&p.obj), fields);
+                    record(p.oref.entry().id, &fingerprint);
                     return Ok(AppliedObject {
                         entry: p.oref.entry(),
                         display: p.oref.display(),
                         action: Action::Unchanged,
                         adopted: false,
+                        fingerprint,
                     });
                 }
-                let (applied, hash, rv) = self.apply_one(p, opts).await?;
-                record(p.oref.entry().id, hash, rv);
+                let applied = self.apply_one(p, opts).await?;
+                record(p.oref.entry().id, &applied.fingerprint);
                 Ok(applied)
             });
         }
         run_all(jobs).await
     }
 
-    /// Applies one object; returns it with the hash of the configuration
-    /// sent and the resourceVersion after.
+    /// Applies one object; returns it with its fingerprint (see
+    /// [`AppliedMemory`]).
     async fn apply_one(
         &self,
         p: &Planned,
         opts: &ApplyOptions,
-    ) -> Result<(AppliedObject, String, String), ApplyError> {
+    ) -> Result<AppliedObject, ApplyError> {
         let api_err = |source| ApplyError::Api {
             object: p.oref.to_string(),
             source,
@@ -1036,17 +1124,16 @@ impl Applier {
             Some(b) if Some(&b) == after.metadata.resource_version.as_ref() => Action::Unchanged,
             Some(_) => Action::Configured,
         };
-        let applied = AppliedObject {
+        Ok(AppliedObject {
             entry: p.oref.entry(),
             display: p.oref.display(),
             action,
             adopted: matches!(live, Live::Unowned | Live::Foreign { .. }),
-        };
-        Ok((
-            applied,
-            config_hash(&obj),
-            after.metadata.resource_version.unwrap_or_default(),
-        ))
+            fingerprint: fingerprint(
+                &config_hash(&obj),
+                &owned_fields(&after.metadata, &opts.field_manager),
+            ),
+        })
     }
 
     /// Polls the CRD until its Established condition is True.
@@ -1295,6 +1382,7 @@ fn live_of(meta: &ObjectMeta, opts: &ApplyOptions) -> Live {
         Ownership::Ours { created } => Live::Ours {
             created,
             resource_version: meta.resource_version.clone().unwrap_or_default(),
+            fields: owned_fields(meta, &opts.field_manager),
         },
         Ownership::Other { namespace, name } => Live::Foreign {
             owner_namespace: namespace,
@@ -1510,6 +1598,7 @@ mod tests {
         let e = |id: &str| InventoryEntry {
             id: id.into(),
             v: "v1".into(),
+            h: None,
         };
         let report = ApplyReport {
             objects: vec![
@@ -1518,24 +1607,28 @@ mod tests {
                     display: "ConfigMap/b/x".into(),
                     action: Action::Created,
                     adopted: false,
+                    fingerprint: None,
                 },
                 AppliedObject {
                     entry: e("a_x__ConfigMap"),
                     display: "ConfigMap/a/x".into(),
                     action: Action::Unchanged,
                     adopted: false,
+                    fingerprint: None,
                 },
                 AppliedObject {
                     entry: e("a_x__ConfigMap"),
                     display: "ConfigMap/a/x".into(),
                     action: Action::Unchanged,
                     adopted: false,
+                    fingerprint: None,
                 },
                 AppliedObject {
                     entry: e("c_x__ConfigMap"),
                     display: "ConfigMap/c/x".into(),
                     action: Action::Configured,
                     adopted: true,
+                    fingerprint: None,
                 },
             ],
         };

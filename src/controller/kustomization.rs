@@ -34,7 +34,7 @@ use crate::api::{
     ADOPT_ANNOTATION, ALLOW_NAMESPACE_MASS_DELETION_ANNOTATION, FINALIZER, Kustomization,
     RECONCILE_AT_ANNOTATION, owner_id,
 };
-use crate::apply::{Action as ApplyAction, Applier, ApplyError, ApplyOptions};
+use crate::apply::{Action as ApplyAction, AppliedMemory, Applier, ApplyError, ApplyOptions};
 use crate::catalog::cluster::{ApprovedCatalog, RefusedCatalog};
 use crate::source::{self, Fetched, GitAuth, GitReference};
 
@@ -156,13 +156,16 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
         }
     }
 
-    let mut prev = k.status.clone().unwrap_or_default();
+    let prev = k.status.clone().unwrap_or_default();
     let generation = k.metadata.generation;
+    let mut st = prev.clone();
     if prev.observed_generation != generation {
         // kstatus: a new spec is in progress until this reconcile reports
-        let mut progressing = prev.clone();
+        // (observedGeneration lags until then). Not a write of its own: it
+        // goes with the inventory recorded before the first apply, if any,
+        // else with the final status.
         set_condition(
-            &mut progressing.conditions,
+            &mut st.conditions,
             ConditionType::Reconciling,
             true,
             Reason::Progressing,
@@ -170,10 +173,7 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
             generation,
             now(),
         );
-        status::write(&api, &k.name_any(), Some(&prev), &progressing).await?;
-        prev = progressing;
     }
-    let mut st = prev.clone();
     let mut cp = Checkpoint {
         api: &api,
         name: k.name_any(),
@@ -475,7 +475,8 @@ async fn pipeline(
     // recorded inventory covers everything it may create
     let planned = plan.inventory();
     let mut recorded = st.inventory.clone().unwrap_or_default();
-    if !planned.entries.iter().all(|e| recorded.entries.contains(e)) {
+    let covered = |e: &InventoryEntry| recorded.entries.iter().any(|r| r.id == e.id && r.v == e.v);
+    if !planned.entries.iter().all(covered) {
         recorded = union(&recorded, &planned);
         st.inventory = Some(recorded.clone());
         cp.write(st).await.map_err(|e| {
@@ -487,6 +488,10 @@ async fn pipeline(
 
     // apply (dry-run first), then prune: only after everything applied
     let mut applied = ctx.with_memory(&mkey, |m| std::mem::take(&mut m.applied));
+    if applied.is_empty() {
+        // after a restart: what the last successful reconcile recorded
+        applied = AppliedMemory::from_inventory(&recorded);
+    }
     let result = within(
         deadline,
         "applying",
@@ -583,7 +588,12 @@ async fn pipeline(
     }
     let elapsed = started.elapsed();
     ctx.metrics.apply_duration.observe(elapsed.as_secs_f64());
-    st.last_apply_duration = Some(secs(elapsed));
+    let changed =
+        report.count(ApplyAction::Created) + report.count(ApplyAction::Configured) + pruned > 0;
+    if changed || st.last_apply_duration.is_none() {
+        // not on every no-op reconcile: it would be a status write each time
+        st.last_apply_duration = Some(secs(elapsed));
+    }
     st.inventory = Some(if k.spec.prune {
         inventory
     } else {
@@ -605,8 +615,6 @@ async fn pipeline(
         generation,
         now(),
     );
-    let changed =
-        report.count(ApplyAction::Created) + report.count(ApplyAction::Configured) + pruned > 0;
     if changed {
         publish(
             ctx,
@@ -631,11 +639,17 @@ async fn pipeline(
     Ok(format!("Applied revision {}", render.revision))
 }
 
-/// `a ∪ b`, sorted, by id (`b`'s version wins).
+/// `a ∪ b`, sorted, by id (`b`'s version wins; a fingerprint only `a`
+/// has stays).
 fn union(a: &Inventory, b: &Inventory) -> Inventory {
     let mut by_id: BTreeMap<String, InventoryEntry> = BTreeMap::new();
     for e in a.entries.iter().chain(&b.entries) {
-        by_id.insert(e.id.clone(), e.clone());
+        let mut e = e.clone();
+        // a planned entry (no fingerprint yet) keeps the recorded one
+        if e.h.is_none() {
+            e.h = by_id.get(&e.id).and_then(|old| old.h.clone());
+        }
+        by_id.insert(e.id.clone(), e);
     }
     Inventory {
         entries: by_id.into_values().collect(),

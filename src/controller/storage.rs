@@ -173,7 +173,7 @@ pub async fn store(
             digest: digest.clone(),
         }
     };
-    prune_sets(&api, &kname, short(&digest)).await?;
+    prune_sets(&api, sets, short(&digest)).await?;
     Ok(reference)
 }
 
@@ -211,9 +211,13 @@ fn stored_at(set: &[Secret]) -> String {
         .unwrap_or_default()
 }
 
-/// Deletes all but the newest [`KEEP_REVISIONS`] sets (`current` always stays).
-async fn prune_sets(api: &Api<Secret>, kname: &str, current: &str) -> Result<(), StorageError> {
-    let sets = list_sets(api, kname).await?;
+/// Deletes all but the newest [`KEEP_REVISIONS`] sets (`current` always
+/// stays) of `sets`, as listed before `current` was stored.
+async fn prune_sets(
+    api: &Api<Secret>,
+    sets: BTreeMap<String, Vec<Secret>>,
+    current: &str,
+) -> Result<(), StorageError> {
     let mut others: Vec<(String, Vec<Secret>)> =
         sets.into_iter().filter(|(d, _)| d != current).collect();
     // newest first (RFC 3339 timestamps sort as text)
