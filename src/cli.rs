@@ -185,8 +185,9 @@ enum LogFormat {
 
 #[derive(clap::Args, Debug)]
 struct ControllerArgs {
-    /// Kustomizations reconciled (and rendered) at once.
-    #[arg(long, env = "KRMSYNC_CONCURRENCY", default_value_t = 4)]
+    /// Kustomizations reconciled at once (renders: at most as many as
+    /// there are CPUs).
+    #[arg(long, env = "KRMSYNC_CONCURRENCY", default_value_t = 16)]
     concurrency: usize,
     /// Address of the Prometheus `/metrics` endpoint.
     #[arg(

@@ -681,7 +681,7 @@ async fn unchanged_objects_cost_no_request_but_drift_is_restored() {
         let (applier, set) = (applier.clone(), set.clone());
         let mut m = std::mem::take(memory);
         async move {
-            let plan = applier.plan(set, &opts()).await.unwrap();
+            let plan = applier.plan(set, &opts(), None).await.unwrap();
             let r = applier.apply_plan(plan, &opts(), &mut m).await.unwrap();
             (r, m)
         }

@@ -561,7 +561,7 @@ impl Applier {
         objects: Vec<Value>,
         opts: &ApplyOptions,
     ) -> Result<ApplyReport, ApplyError> {
-        let mut plan = self.plan(objects, opts).await?;
+        let mut plan = self.plan(objects, opts, None).await?;
         // without a way to tell whether owners exist: every owner is alive
         plan.take_handed_over(|_, _| true);
         if let Some(f) = plan
@@ -580,11 +580,27 @@ impl Applier {
 
     /// Validates all objects, resolves their kinds and observes what the
     /// cluster holds for each (one labelled LIST per kind and namespace for
-    /// the objects already ours, a GET for each other one). Writes nothing.
-    pub async fn plan(&self, objects: Vec<Value>, opts: &ApplyOptions) -> Result<Plan, ApplyError> {
+    /// the objects already ours, then an unlabelled LIST of metadata per
+    /// kind and namespace with several others, or a GET for each other
+    /// one). Writes nothing. `previous`, the inventory recorded by the last
+    /// reconcile, saves the labelled LIST of the kinds and namespaces it
+    /// has nothing of (a first apply).
+    pub async fn plan(
+        &self,
+        objects: Vec<Value>,
+        opts: &ApplyOptions,
+        previous: Option<&Inventory>,
+    ) -> Result<Plan, ApplyError> {
         self.discovery.forget_missing();
         let mut items = self.validate(objects, opts).await?;
-        self.observe(&mut items, opts).await?;
+        let recorded: Option<HashSet<(String, String, Option<String>)>> = previous.map(|inv| {
+            inv.entries
+                .iter()
+                .filter_map(parse_inventory_entry)
+                .map(|r| (r.group, r.kind, r.namespace))
+                .collect()
+        });
+        self.observe(&mut items, opts, recorded.as_ref()).await?;
         Ok(Plan { items })
     }
 
@@ -818,7 +834,12 @@ impl Applier {
     /// Fills in [`Planned::live`]: one labelled LIST of metadata per kind and
     /// namespace finds the objects already ours; every other object is
     /// looked up with a GET (at most [`APPLY_CONCURRENCY`] at once).
-    async fn observe(&self, items: &mut [Planned], opts: &ApplyOptions) -> Result<(), ApplyError> {
+    async fn observe(
+        &self,
+        items: &mut [Planned],
+        opts: &ApplyOptions,
+        recorded: Option<&HashSet<(String, String, Option<String>)>>,
+    ) -> Result<(), ApplyError> {
         let mut ours: HashMap<(String, String, Option<String>), HashMap<String, DynamicObject>> =
             HashMap::new();
         for p in items.iter() {
@@ -831,6 +852,16 @@ impl Applier {
                 p.oref.namespace.clone(),
             );
             if ours.contains_key(&key) {
+                continue;
+            }
+            let kind_key = (
+                p.oref.group.clone(),
+                p.oref.kind.clone(),
+                p.oref.namespace.clone(),
+            );
+            if recorded.is_some_and(|r| !r.contains(&kind_key)) {
+                // nothing of this kind and namespace was ever ours
+                ours.insert(key, HashMap::new());
                 continue;
             }
             let api = self.api_for(resource, &p.oref);
@@ -866,7 +897,7 @@ impl Applier {
                 None => unknown.push(i),
             }
         }
-        // many objects of one kind and namespace not ours yet (a first
+        // several objects of one kind and namespace not ours yet (a first
         // apply): one unlabelled LIST of metadata instead of a GET each
         let mut groups: HashMap<(String, String, Option<String>), Vec<usize>> = HashMap::new();
         for &i in &unknown {
@@ -882,7 +913,7 @@ impl Applier {
             }
         }
         let mut listed_all = HashSet::new();
-        for indices in groups.values().filter(|v| v.len() > APPLY_CONCURRENCY) {
+        for indices in groups.values().filter(|v| v.len() > 2) {
             let p = &items[indices[0]];
             let Some(resource) = &p.resource else {
                 continue;

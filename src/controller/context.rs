@@ -18,7 +18,9 @@ use crate::source::{Limits, Workspace};
 /// Tunables of the controller.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// Renders running at once (they run on blocking threads).
+    /// Kustomizations reconciled at once. Renders (on blocking threads)
+    /// run at most this many and at most as many as there are CPUs (two at
+    /// least) at once.
     pub concurrency: usize,
     /// Limits of one fetch.
     pub limits: Limits,
@@ -41,7 +43,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            concurrency: 4,
+            concurrency: 16,
             limits: Limits::default(),
             crd_establish_timeout: Duration::from_secs(60),
             default_timeout: Duration::from_secs(600),
@@ -53,6 +55,13 @@ impl Default for Settings {
     }
 }
 
+/// Renders at once: `concurrency`, at most the CPUs (two at least). A
+/// reconcile mostly waits for the API server; a render uses a CPU.
+fn render_slots(concurrency: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    concurrency.clamp(1, cpus.max(2))
+}
+
 /// The last render of one Kustomization, kept in memory so an unchanged
 /// revision is not rendered again.
 #[derive(Debug)]
@@ -60,7 +69,41 @@ pub struct CachedRender {
     /// Hash of everything the render depends on.
     pub key: String,
     pub revision: String,
-    pub output: RenderOutput,
+    /// `sha256:<hex>` of the rendered YAML stream.
+    pub digest: String,
+    /// The objects and the YAML stream, as gzipped JSON: a few percent of
+    /// the memory the parsed objects take, and unpacked in about the time
+    /// cloning them took.
+    packed: Vec<u8>,
+}
+
+impl CachedRender {
+    /// Packs a render (its warnings are not kept: they were reported).
+    pub fn pack(key: String, revision: String, output: &RenderOutput) -> CachedRender {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let packed = serde_json::to_writer(&mut gz, &(&output.objects, &output.yaml))
+            .ok()
+            .and_then(|_| gz.finish().ok())
+            .unwrap_or_default();
+        CachedRender {
+            key,
+            revision,
+            digest: output.digest.clone(),
+            packed,
+        }
+    }
+
+    /// The render again; `None` if it cannot be read back (then render).
+    pub fn unpack(&self) -> Option<RenderOutput> {
+        let gz = flate2::read::GzDecoder::new(self.packed.as_slice());
+        let (objects, yaml): (Vec<serde_json::Value>, String) = serde_json::from_reader(gz).ok()?;
+        Some(RenderOutput {
+            objects,
+            yaml,
+            digest: self.digest.clone(),
+            warnings: Vec::new(),
+        })
+    }
 }
 
 /// Per-Kustomization memory of the controller.
@@ -129,7 +172,7 @@ impl Context {
         };
         Ok(Context {
             recorder: Recorder::new(client.clone(), reporter),
-            render_slots: Arc::new(Semaphore::new(settings.concurrency.max(1))),
+            render_slots: Arc::new(Semaphore::new(render_slots(settings.concurrency))),
             client,
             config,
             workspace: Arc::new(workspace),

@@ -410,8 +410,9 @@ async fn pipeline(
     let mkey = key(k);
     let cached = ctx
         .with_memory(&mkey, |m| m.render.clone())
-        .filter(|c| c.key == render_key);
-    let render = match cached {
+        .filter(|c| c.key == render_key)
+        .and_then(|c| Some((c.unpack()?, c.revision.clone())));
+    let (output, revision) = match cached {
         Some(c) => {
             ctx.metrics.renders_skipped.inc();
             c
@@ -425,13 +426,13 @@ async fn pipeline(
             for w in output.warnings.iter().take(MAX_WARNING_EVENTS) {
                 publish(ctx, k, EventType::Warning, "FunctionWarning", w).await;
             }
-            let c = Arc::new(CachedRender {
-                key: render_key,
-                revision: fetched.revision.clone(),
-                output,
-            });
-            ctx.with_memory(&mkey, |m| m.render = Some(c.clone()));
-            c
+            let c = Arc::new(CachedRender::pack(
+                render_key,
+                fetched.revision.clone(),
+                &output,
+            ));
+            ctx.with_memory(&mkey, |m| m.render = Some(c));
+            (output, fetched.revision.clone())
         }
     };
     // a Catalog the spec names but cannot use fails the reconcile even when
@@ -439,13 +440,13 @@ async fn pipeline(
     if let Some((_, f)) = catalogs.refused.first() {
         return Err(f.clone());
     }
-    let n = render.output.objects.len();
+    let n = output.objects.len();
     set_condition(
         &mut st.conditions,
         ConditionType::Rendered,
         true,
         Reason::Succeeded,
-        format!("Rendered {n} resources from revision {}", render.revision),
+        format!("Rendered {n} resources from revision {revision}"),
         generation,
         now(),
     );
@@ -454,10 +455,11 @@ async fn pipeline(
     let started = Instant::now();
     let applier = Applier::new(client.clone());
     let opts = apply_options(k, ctx);
+    let previous = st.inventory.clone().unwrap_or_default();
     let mut plan = within(
         deadline,
         "reading the live objects",
-        applier.plan(render.output.objects.clone(), &opts),
+        applier.plan(output.objects, &opts, Some(&previous)),
     )
     .await
     .map_err(Failure::Apply)?
@@ -603,9 +605,9 @@ async fn pipeline(
     if let (Some(d), Some(inv)) = (&ctx.drift, &st.inventory) {
         d.observe(inv);
     }
-    st.last_applied_revision = Some(render.revision.clone());
+    st.last_applied_revision = Some(revision.clone());
     st.resource_count = Some(report.objects.len() as i64);
-    st.rendered_digest = Some(render.output.digest.clone());
+    st.rendered_digest = Some(output.digest.clone());
     set_condition(
         &mut st.conditions,
         ConditionType::Applied,
@@ -621,22 +623,22 @@ async fn pipeline(
             k,
             EventType::Normal,
             "Applied",
-            &format!("Revision {}: {summary}", render.revision),
+            &format!("Revision {revision}: {summary}"),
         )
         .await;
     }
 
     // store the rendered manifests (skipped when this digest is stored),
     // with the Kustomization's identity, in its namespace
-    if st.rendered.as_ref().map(|r| &r.digest) != Some(&render.output.digest) {
-        let r = storage::store(&client, k, &render.revision, &render.output.yaml)
+    if st.rendered.as_ref().map(|r| &r.digest) != Some(&output.digest) {
+        let r = storage::store(&client, k, &revision, &output.yaml)
             .await
             .map_err(|e| Failure::Storage(e.to_string()))?;
         st.rendered = Some(r);
     } else if let Some(r) = &mut st.rendered {
-        r.revision = render.revision.clone();
+        r.revision = revision.clone();
     }
-    Ok(format!("Applied revision {}", render.revision))
+    Ok(format!("Applied revision {revision}"))
 }
 
 /// `a ∪ b`, sorted, by id (`b`'s version wins; a fingerprint only `a`

@@ -106,7 +106,14 @@ pub async fn store(
     let kname = k.name_any();
     let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let digest = digest(text);
-    let sets = list_sets(&api, &kname).await?;
+    // Nothing stored yet by the status' account: no LIST (a first apply).
+    // A set left by an interrupted first store is found by its name (409
+    // below) or pruned by the next store.
+    let sets = if k.status.as_ref().is_some_and(|s| s.rendered.is_some()) {
+        list_sets(&api, &kname).await?
+    } else {
+        BTreeMap::new()
+    };
     let reference = if let Some(existing) = sets.get(short(&digest)) {
         RenderedRef {
             secrets: existing.iter().map(|s| s.name_any()).collect(),
