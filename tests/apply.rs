@@ -361,13 +361,14 @@ async fn namespace_defaulting_and_cluster_scoped() {
         .await
         .unwrap();
     let ids: Vec<String> = report.objects.iter().map(|o| o.entry.id.clone()).collect();
-    // new ConfigMaps are created first (they are not dry-run)
+    // new ConfigMaps of the owner's namespace are created first (they are
+    // not dry-run); one of another namespace is dry-run with the rest
     assert_eq!(
         ids,
         [
             "prod_defaulted__ConfigMap",
-            "other_explicit__ConfigMap",
             "_reader_rbac.authorization.k8s.io_ClusterRole",
+            "other_explicit__ConfigMap",
         ]
     );
     let r = fake
@@ -402,7 +403,7 @@ async fn namespace_defaulting_and_cluster_scoped() {
             .is_none()
     );
 
-    let parsed = parse_inventory_entry(&report.objects[2].entry).unwrap();
+    let parsed = parse_inventory_entry(&report.objects[1].entry).unwrap();
     assert_eq!(parsed.namespace, None);
     assert_eq!(parsed.group, "rbac.authorization.k8s.io");
 }
@@ -813,4 +814,19 @@ async fn new_configmaps_are_checked_locally_and_created_first() {
             .is_none(),
         "nothing but new ConfigMaps may be written before the refusal"
     );
+
+    // in another namespace a new ConfigMap is dry-run: its refusal comes
+    // before any write
+    fake.clear_failures();
+    fake.insert(namespace("team-b"));
+    fake.fail("PATCH", "namespaces/team-b/configmaps", 403, "forbidden");
+    let mut elsewhere = configmap("elsewhere", "v");
+    elsewhere["metadata"]["namespace"] = json!("team-b");
+    fake.clear_requests();
+    let err = applier
+        .apply(vec![configmap("mine", "v"), elsewhere], &opts())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("forbidden"), "{err}");
+    assert!(writes(&fake).is_empty(), "{:?}", writes(&fake));
 }

@@ -37,6 +37,14 @@ fn sandbox_complete() -> bool {
     );
 }
 
+/// The functions of these tests run as one user, and the process limit
+/// (RLIMIT_NPROC) counts that user's processes: the fork bomb would starve
+/// a function running beside it. One test at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn runner(timeout: Duration, max_output: usize) -> ProcessRunner {
     ProcessRunner {
         timeout,
@@ -95,6 +103,7 @@ fn run_fn(
 
 #[test]
 fn tcp_connection_to_localhost_is_denied() {
+    let _serial = serial();
     if !sandbox_complete() {
         return;
     }
@@ -130,6 +139,7 @@ fn tcp_connection_to_localhost_is_denied() {
 
 #[test]
 fn reading_outside_the_sandbox_is_denied() {
+    let _serial = serial();
     if !sandbox_complete() {
         return;
     }
@@ -160,6 +170,7 @@ fn reading_outside_the_sandbox_is_denied() {
 
 #[test]
 fn infinite_loop_is_killed_at_the_timeout() {
+    let _serial = serial();
     if !sandbox_complete() {
         return;
     }
@@ -193,6 +204,7 @@ fn tasks_of_uid(uid: u32) -> usize {
 
 #[test]
 fn fork_bomb_is_contained() {
+    let _serial = serial();
     if !sandbox_complete() {
         return;
     }
@@ -244,6 +256,7 @@ fn fork_bomb_is_contained() {
 
 #[test]
 fn a_gibibyte_of_output_is_cut_off() {
+    let _serial = serial();
     if !sandbox_complete() {
         return;
     }
@@ -264,6 +277,7 @@ fn a_gibibyte_of_output_is_cut_off() {
 
 #[test]
 fn malformed_output_is_a_clear_error() {
+    let _serial = serial();
     if !sandbox_complete() {
         return;
     }
@@ -280,6 +294,7 @@ fn malformed_output_is_a_clear_error() {
 
 #[test]
 fn parent_environment_is_not_visible() {
+    let _serial = serial();
     if !sandbox_complete() {
         return;
     }
@@ -297,6 +312,7 @@ fn parent_environment_is_not_visible() {
 
 #[test]
 fn require_sandbox_refuses_legacy_plugins() {
+    let _serial = serial();
     let r = runner(Duration::from_secs(10), 1 << 20);
     let e = r
         .run_legacy_plugin(krmsync::kustomize::function::LegacyPluginCall {
@@ -314,6 +330,7 @@ fn require_sandbox_refuses_legacy_plugins() {
 #[test]
 #[ignore]
 fn overhead() {
+    let _serial = serial();
     let d = tempfile::tempdir().unwrap();
     let script = "#!/bin/sh\ncat\n";
     let mut with = runner(Duration::from_secs(10), 1 << 20);

@@ -1,4 +1,5 @@
-//! ConfigMaps and Secrets being created are not dry-run.
+//! ConfigMaps and Secrets being created in the owner's own namespace are
+//! not dry-run.
 //!
 //! Creating one has no effect besides its own existence (nothing runs,
 //! nothing is scheduled or intercepted), and the API server's validation

@@ -629,11 +629,16 @@ impl Applier {
                 unchanged.insert(p.oref.entry().id);
             }
         }
-        // New ConfigMaps and Secrets: checked here instead of dry-run (see
-        // `inert`), and created before anything else of their phase.
+        // New ConfigMaps and Secrets of the owner's own namespace: checked
+        // here instead of dry-run (see `inert`), and created before anything
+        // else of their phase. Elsewhere (where the owner's rights are
+        // least likely to reach) they are dry-run with the rest.
         let mut fresh_inert: HashSet<String> = HashSet::new();
         for p in &items {
-            if p.live == Live::Absent && inert::is_inert(&p.oref) {
+            if p.live == Live::Absent
+                && inert::is_inert(&p.oref)
+                && p.oref.namespace.as_deref() == Some(opts.default_namespace.as_str())
+            {
                 inert::validate(&p.obj).map_err(|reason| ApplyError::InvalidObject {
                     object: p.oref.to_string(),
                     reason,
