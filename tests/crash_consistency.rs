@@ -19,24 +19,7 @@ fn cm(name: &str) -> String {
 
 /// A bundle of ConfigMaps named `names`.
 fn revision(h: &Harness, names: &[&str]) {
-    let files: Vec<(String, String)> = std::iter::once((
-        "kustomization.yaml".to_string(),
-        format!(
-            "resources: [{}]\n",
-            names
-                .iter()
-                .map(|n| format!("{n}.yaml"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    ))
-    .chain(names.iter().map(|n| (format!("{n}.yaml"), cm(n))))
-    .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    h.bundle(NS, "app", &refs);
+    revision_with(h, names, "v");
 }
 
 /// The ConfigMaps labelled as the Kustomization's (bundle and stored
