@@ -18,8 +18,12 @@ and prints one line per figure:
   peak_rss_mib             the controller's peak resident memory (VmHWM), over all phases
 
 and, when the API server's /metrics can be read, the requests the cluster
-served in each phase by verb and resource (everything, kubectl's polling
-included: the list of Kustomizations every second is one request).
+served in each phase by verb and resource (everything, the cluster's own
+controllers included), and the CPU that a kube-apiserver and an etcd
+running on this machine spent in each phase. Completion is seen through one
+`kubectl get --watch` of the Kustomizations, not by listing them all again
+and again (a list of 1,000 Kustomizations costs the API server about a
+third of a second).
 
 The raw applies and the Kustomizations use namespaces of their own
 (`krmsync-bench-raw-<i>`, `krmsync-bench-<i>`), all deleted at the end
@@ -37,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -80,35 +85,41 @@ def configmap(name, ns, i):
 
 
 def apiserver_requests():
-    """apiserver_request_total by (verb, resource, subresource, dry_run), or None."""
+    """Requests served and seconds spent by the API server, by (verb,
+    resource, subresource, dry_run): {key: [count, seconds]}, or None."""
     p = kubectl(["get", "--raw", "/metrics"], check=False)
     if p.returncode != 0:
         return None
-    counts = {}
-    pat = re.compile(r"^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$")
+    out = {}
+    pat = re.compile(r"^(apiserver_request_total|apiserver_request_duration_seconds_sum)\{([^}]*)\} ([0-9.e+-]+)$")
     for line in p.stdout.decode().splitlines():
         m = pat.match(line)
         if not m:
             continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
         key = (
             labels.get("verb", ""),
             labels.get("resource", "") + ("/" + labels["subresource"] if labels.get("subresource") else ""),
             "dry-run" if labels.get("dry_run") else "",
         )
-        counts[key] = counts.get(key, 0) + float(m.group(2))
-    return counts
+        slot = out.setdefault(key, [0.0, 0.0])
+        slot[0 if m.group(1) == "apiserver_request_total" else 1] += float(m.group(3))
+    return out
 
 
 def print_requests(phase, before, after):
+    """The requests of a phase, and the API server's time spent on them
+    (summed over concurrent requests, so it can exceed the phase)."""
     if before is None or after is None:
         return
-    diff = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    diff = {k: v for k, v in diff.items() if v >= 1}
-    total = sum(diff.values())
-    print(f"# requests during {phase}: {int(total)}")
-    for (verb, res, dry), n in sorted(diff.items(), key=lambda kv: -kv[1])[:12]:
-        print(f"#   {int(n):>7} {verb} {res} {dry}".rstrip())
+    diff = {k: [a - b for a, b in zip(v, before.get(k, [0.0, 0.0]))] for k, v in after.items()}
+    # watches are long-running: their seconds are not work
+    diff = {k: v for k, v in diff.items() if v[0] >= 1 and k[0] != "WATCH"}
+    total = sum(v[0] for v in diff.values())
+    secs = sum(v[1] for v in diff.values())
+    print(f"# requests during {phase}: {int(total)}, {secs:.1f} s of API server time")
+    for (verb, res, dry), (n, t) in sorted(diff.items(), key=lambda kv: -kv[1][0])[:12]:
+        print(f"#   {int(n):>7} {verb} {res} {dry}".rstrip() + f"  ({t:.1f} s, {1000 * t / n:.1f} ms each)")
 
 
 class Controller:
@@ -170,19 +181,81 @@ def ready(k):
     return False
 
 
-def wait_all(n, what, done, controller, timeout):
+class Watch:
+    """The Kustomizations' Ready status and lastHandledReconcileAt, kept
+    current by one `kubectl get --watch`: polling the whole list every
+    second would cost the API server (and this script) far more than the
+    controller's own work in a phase of a few seconds."""
+
+    FORMAT = ('{.metadata.namespace}{"\\t"}'
+              '{.status.conditions[?(@.type=="Ready")].status}{"\\t"}'
+              '{.status.lastHandledReconcileAt}{"\\n"}')
+
+    def __init__(self):
+        self.state = {}
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            ["kubectl", "get", KS, "-A", "-l", LABEL, "--watch", "-o", "jsonpath=" + self.FORMAT],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 3:
+                with self.lock:
+                    self.state[parts[0]] = (parts[1] == "True", parts[2])
+
+    def count(self, done):
+        with self.lock:
+            return sum(1 for ready, handled in self.state.values() if done(ready, handled))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def wait_all(n, what, done, controller, timeout, watch):
+    """Waits until `done(ready, last_handled)` holds for all n
+    Kustomizations; the watch is stopped."""
     t0 = time.monotonic()
-    while True:
-        items = list_kustomizations()
-        controller.sample()
-        finished = sum(1 for k in items if done(k))
-        if finished == n:
-            return
-        if time.monotonic() - t0 > timeout:
-            bad = [k for k in items if not done(k)][:3]
-            sys.exit(f"timed out waiting for {what}: {finished}/{n}; e.g. "
-                     + json.dumps([(k["metadata"]["namespace"], k.get("status", {}).get("conditions")) for k in bad]))
-        time.sleep(1)
+    try:
+        while watch.count(done) < n:
+            controller.sample()
+            if time.monotonic() - t0 > timeout:
+                items = list_kustomizations()
+                bad = [k for k in items if not done(ready(k), k.get("status", {}).get("lastHandledReconcileAt", ""))][:3]
+                sys.exit(f"timed out waiting for {what}: {watch.count(done)}/{n}; e.g. "
+                         + json.dumps([(k["metadata"]["namespace"], k.get("status", {}).get("conditions")) for k in bad]))
+            time.sleep(0.05)
+    finally:
+        watch.stop()
+
+
+def server_cpu():
+    """CPU seconds used so far by a kube-apiserver and an etcd running on
+    this machine ({name: seconds}; empty for a remote cluster)."""
+    out = {}
+    for name in ("kube-apiserver", "etcd"):
+        p = subprocess.run(["pgrep", "-x", name], stdout=subprocess.PIPE, text=True)
+        total = 0.0
+        for pid in p.stdout.split():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (FileNotFoundError, IndexError):
+                pass
+        if p.stdout.split():
+            out[name] = total
+    return out
+
+
+def print_server_cpu(phase, before, after):
+    if before:
+        spent = ", ".join(f"{k} {after.get(k, 0) - v:.1f} s" for k, v in before.items())
+        print(f"# server CPU during {phase}: {spent}")
 
 
 def wait_object(ns, name, ok, controller, timeout):
@@ -271,10 +344,11 @@ def main():
         objs = [configmap(f"cm-{j}", ns, j) for ns in raw_ns for j in range(m)]
         parts = chunks(objs, 8)
         for phase in ("raw_ssa_seconds", "raw_ssa_noop_seconds"):
-            before = apiserver_requests()
+            before, cpu_before = apiserver_requests(), server_cpu()
             t0 = time.monotonic()
             list(pool.map(apply_list, parts))
             figure(phase, round(time.monotonic() - t0, 2))
+            print_server_cpu(phase, cpu_before, server_cpu())
             print_requests(phase, before, apiserver_requests())
 
     # 2. Bundles: one tree of M ConfigMaps, stored in every namespace.
@@ -309,11 +383,13 @@ def main():
             "metadata": {"name": "app", "namespace": ns, "labels": {"krmsync.dev/bench": "true"}},
             "spec": {"interval": "1h", "source": {"bundle": {"configMapRef": {"name": "bench-bundle"}}}}}
            for ns in ks_ns]
+    watch = Watch()
+    time.sleep(1)
     cpu0 = ctl.cpu_seconds()
-    before = apiserver_requests()
+    before, cpu_before = apiserver_requests(), server_cpu()
     t0 = time.monotonic()
     list(pool.map(apply_list, chunks(kss, 8)))
-    wait_all(n, "all Ready", ready, ctl, a.timeout)
+    wait_all(n, "all Ready", lambda r, _: r, ctl, a.timeout, watch)
     converge = time.monotonic() - t0
     cpu = ctl.cpu_seconds() - cpu0
     figure("converge_seconds", round(converge, 2))
@@ -323,6 +399,7 @@ def main():
     figure("controller_cpu_seconds", round(cpu, 2))
     print(f"# controller RSS now {ctl.rss_mib()} MiB, peak so far {round(ctl.peak_kib / 1024, 1)} MiB, "
           f"at most {ctl.threads} threads")
+    print_server_cpu("converge", cpu_before, server_cpu())
     print_requests("converge", before, apiserver_requests())
 
     # 4. No-op resync: restart with every Kustomization asked to reconcile.
@@ -335,14 +412,16 @@ def main():
         for ns, s in batch:
             kubectl(["annotate", KS, "app", "-n", ns, f"krmsync.dev/reconcile-at={s}", "--overwrite"])
     list(pool.map(annotate, chunks(patches, 8)))
-    before = apiserver_requests()
+    watch = Watch()
+    time.sleep(2)
+    before, cpu_before = apiserver_requests(), server_cpu()
     t0 = time.monotonic()
     ctl = Controller(binary, work, extra)
     wait_all(n, "every reconcile request handled",
-             lambda k: ready(k) and k.get("status", {}).get("lastHandledReconcileAt") == stamp,
-             ctl, a.timeout)
+             lambda r, handled: r and handled == stamp, ctl, a.timeout, watch)
     figure("noop_resync_seconds", round(time.monotonic() - t0, 2))
     print(f"# controller RSS now {ctl.rss_mib()} MiB, peak of this process {round(ctl.peak_kib / 1024, 1)} MiB")
+    print_server_cpu("no-op resync", cpu_before, server_cpu())
     print_requests("no-op resync", before, apiserver_requests())
 
     # 5. Self-healing: a deleted and an edited ConfigMap.

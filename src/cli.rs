@@ -189,6 +189,15 @@ struct ControllerArgs {
     /// there are CPUs).
     #[arg(long, env = "KRMSYNC_CONCURRENCY", default_value_t = 16)]
     concurrency: usize,
+    /// Requests to the API server in flight at once, over all
+    /// Kustomizations (0: no limit). More only queue at a busy API server,
+    /// and each open connection costs memory.
+    #[arg(
+        long = "api-concurrency",
+        env = "KRMSYNC_API_CONCURRENCY",
+        default_value_t = 32
+    )]
+    api_concurrency: usize,
     /// Address of the Prometheus `/metrics` endpoint.
     #[arg(
         long = "metrics-addr",
@@ -352,6 +361,7 @@ fn controller_command(a: ControllerArgs) -> Result<(), String> {
         .unwrap_or_else(|| a.work_dir.join(".function-cache"));
     let opts = crate::controller::run::RunOptions {
         concurrency: a.concurrency,
+        api_concurrency: a.api_concurrency,
         metrics_addr: a.metrics_addr,
         health_addr: a.health_addr,
         leader_elect: a.leader_elect,

@@ -444,3 +444,260 @@ async fn deleted_or_edited_objects_are_restored_within_seconds() {
         );
     }
 }
+
+/// `krmsync bundle push` of `tree` (its `cm.yaml` of color `color`) as
+/// ConfigMap `app` of NS; panics unless it exits 0. Its output.
+fn push_bundle(tree: &std::path::Path, kubeconfig: &std::path::Path, color: &str) -> String {
+    std::fs::write(
+        tree.join("cm.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  color: {color}\n"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_krmsync"))
+        .args(["bundle", "push"])
+        .arg(tree)
+        .args(["--name", "app", "-n", NS])
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "a refused notification must not fail the push: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// `krmsync bundle push` by someone who may store the bundle but not
+/// touch the Kustomizations: the push succeeds (exit 0, bundle stored) and
+/// says which Kustomizations were not notified and why, first when listing
+/// them is refused, then when patching one is.
+#[tokio::test(flavor = "multi_thread")]
+async fn bundle_push_reports_refused_notifications_and_still_succeeds() {
+    let fake = FakeApi::start().await;
+    fake.set_rbac(true);
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    fake.insert(json!({
+        "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+        "metadata": {"name": "uses-it", "namespace": NS},
+        "spec": {"source": {"bundle": {"configMapRef": {"name": "app"}}}, "interval": "1h"},
+    }));
+    let role = |rules: Value| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "pusher", "namespace": NS}, "rules": rules,
+        })
+    };
+    fake.insert(role(json!([
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "patch"]},
+    ])));
+    fake.insert(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "pusher", "namespace": NS},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pusher"},
+        "subjects": [{"kind": "User", "name": "pusher"}],
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, fake.kubeconfig_yaml_as("pusher")).unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("kustomization.yaml"), "resources: [cm.yaml]\n").unwrap();
+    let push = |color: &'static str| {
+        let (tree, kubeconfig) = (tree.clone(), kubeconfig.clone());
+        tokio::task::spawn_blocking(move || push_bundle(&tree, &kubeconfig, color))
+    };
+    let stored = |fake: &FakeApi| {
+        fake.get("v1", "ConfigMap", Some(NS), "app").unwrap()["metadata"]["annotations"]
+            ["krmsync.dev/bundle-digest"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let poked = |fake: &FakeApi| {
+        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "uses-it")
+            .unwrap()["metadata"]["annotations"]["krmsync.dev/reconcile-at"]
+            .is_string()
+    };
+
+    // listing Kustomizations is refused
+    let out = push("green").await.unwrap();
+    assert!(
+        out.contains("not notified: listing Kustomizations in apps:")
+            && out.contains("forbidden")
+            && out.contains("next interval"),
+        "{out}"
+    );
+    let first = stored(&fake);
+    assert!(!poked(&fake));
+
+    // listed, but patching the Kustomization is refused
+    fake.insert(role(json!([
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "patch"]},
+        {"apiGroups": ["krmsync.dev"], "resources": ["kustomizations"], "verbs": ["list"]},
+    ])));
+    let out = push("blue").await.unwrap();
+    assert!(
+        out.contains("not notified (they pick the bundle up at their next interval): uses-it:")
+            && out.contains("forbidden"),
+        "{out}"
+    );
+    assert!(!out.contains("reconcile requested"), "{out}");
+    assert_ne!(stored(&fake), first, "the second bundle was not stored");
+    assert!(!poked(&fake));
+}
+
+/// Self-healing under the multi-tenant lockdown: the controller may not
+/// list ConfigMaps, so the watch of that kind is refused (403). It warns
+/// once (not at every retry), the Kustomization is applied and Ready all
+/// the same, and once an operator grants `list`/`watch` the retrying watch
+/// starts and a deleted object is restored without waiting for the
+/// (hour-long) interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_self_healing_watch_warns_once_and_recovers_when_granted() {
+    let fake = FakeApi::start().await;
+    fake.set_rbac(true);
+    for file in [
+        "config/rbac/cluster_role.yaml",
+        "config/rbac/cluster_role_binding.yaml",
+    ] {
+        for doc in support::harness::repo_yaml(file) {
+            fake.insert(doc);
+        }
+    }
+    fake.insert(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "krmsync-system"}}),
+    );
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    seed_bundle(&fake);
+    fake.insert(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "deployer", "namespace": NS}}));
+    fake.insert(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "deployer-edit", "namespace": NS},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": NS}],
+    }));
+    fake.insert(json!({
+        "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+        "metadata": {"name": "site", "namespace": NS},
+        "spec": {"source": {"bundle": {"configMapRef": {"name": "bundle"}}}, "interval": "1h",
+                 "serviceAccountName": "deployer"},
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        fake.kubeconfig_yaml_as(support::harness::CONTROLLER_USER),
+    )
+    .unwrap();
+    let log = dir.path().join("log");
+    let child = Command::new(env!("CARGO_BIN_EXE_krmsync"))
+        .args([
+            "controller",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--health-addr",
+            "127.0.0.1:0",
+        ])
+        .arg("--work-dir")
+        .arg(dir.path().join("work"))
+        .env("KUBECONFIG", &kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _ctl = Controller(child);
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_site_ready(&fake).await;
+    let refused_lists = |fake: &FakeApi| {
+        fake.requests()
+            .iter()
+            .filter(|r| {
+                r.method == "GET"
+                    && r.path == "/api/v1/configmaps"
+                    && r.user == support::harness::CONTROLLER_USER
+            })
+            .count()
+    };
+    // the watch is refused and retried (with backoff) several times
+    wait_for("the refused watch to be retried", || {
+        refused_lists(&fake) >= 3
+    })
+    .await;
+    let warnings = log_text()
+        .matches("self-healing: watching this kind failed")
+        .count();
+    assert_eq!(
+        warnings,
+        1,
+        "one warning, not one per retry:\n{}",
+        log_text()
+    );
+    let k = fake
+        .get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "site")
+        .unwrap();
+    assert_eq!(
+        ready(&k),
+        Some(("True".into(), "Succeeded".into())),
+        "a refused watch must not fail the reconcile"
+    );
+
+    // the operator grants the controller list/watch on ConfigMaps
+    fake.insert(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "krmsync-heal-configmaps"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}],
+    }));
+    fake.insert(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "krmsync-heal-configmaps"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "krmsync-heal-configmaps"},
+        "subjects": [{"kind": "User", "name": support::harness::CONTROLLER_USER}],
+    }));
+    let granted = Instant::now();
+    // the watch lists successfully (its backoff is at most 30 s)
+    let listed = |fake: &FakeApi| {
+        fake.requests().iter().any(|r| {
+            r.method == "GET"
+                && r.path == "/api/v1/configmaps"
+                && r.query_param("watch")
+                    .is_some_and(|w| w == "true" || w == "1")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !listed(&fake) {
+        assert!(
+            Instant::now() < deadline,
+            "the watch never started:\n{}",
+            log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "self-healing watch started {:?} after the grant",
+        granted.elapsed()
+    );
+    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(fake.client(), NS);
+    cms.delete("settings", &Default::default()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fake.get("v1", "ConfigMap", Some(NS), "settings").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the deleted ConfigMap was not restored within 10 s (interval 1h):\n{}",
+            log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        log_text()
+            .matches("self-healing: watching this kind failed")
+            .count(),
+        1,
+        "{}",
+        log_text()
+    );
+}

@@ -294,11 +294,9 @@ pub struct KustomizationStatus {
     /// Where the rendered manifests of the last successful apply are stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendered: Option<RenderedRef>,
-    /// Key of the inputs of the last successful render (revision, generation,
-    /// catalogs): an unchanged key skips the render.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_render_key: Option<String>,
-    /// Duration of the last render, e.g. `0.042s`.
+    /// Duration of the last render that changed the output (or the first),
+    /// e.g. `0.042s`. Renders of an unchanged output (after a restart, say)
+    /// do not update it: that would be a status write each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_render_duration: Option<String>,
     /// Duration of the last apply and prune.

@@ -1,7 +1,15 @@
 //! Group/version/kind -> API resource and scope, cached per group-version.
+//!
+//! One cache can serve every reconcile of a controller (what the cluster
+//! serves does not depend on who asks): a group-version is then asked for
+//! once per [`DiscoveryCache::max_age`], not once per reconcile. A kind
+//! that disappears is noticed sooner: an apply answered 404 forgets its
+//! group-version, and group-versions found missing are asked again by the
+//! next plan.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use kube::Client;
 use kube::core::GroupVersion;
@@ -18,23 +26,41 @@ pub struct Resolved {
 
 type Resources = Arc<Vec<(ApiResource, ApiCapabilities)>>;
 
+/// What is known of one group-version, and since when.
+type Entry = (Instant, Option<Resources>);
+
 /// Caches the resources of each group-version the applier has asked about.
 /// A group-version the cluster does not serve (404) is cached as `None`
 /// until [`DiscoveryCache::forget_missing`] or [`DiscoveryCache::forget`].
+/// Any entry is asked again once it is older than `max_age`.
 pub struct DiscoveryCache {
     client: Client,
-    cache: Mutex<HashMap<(String, String), Option<Resources>>>,
+    max_age: Duration,
+    cache: Mutex<HashMap<(String, String), Entry>>,
 }
 
 impl DiscoveryCache {
+    /// A cache for one apply (entries never expire while it lives).
     pub fn new(client: Client) -> Self {
+        DiscoveryCache::with_max_age(client, Duration::MAX)
+    }
+
+    /// A cache shared by many applies: entries older than `max_age` are
+    /// asked again.
+    pub fn with_max_age(client: Client, max_age: Duration) -> Self {
         DiscoveryCache {
             client,
+            max_age,
             cache: Mutex::new(HashMap::new()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Option<Resources>>> {
+    /// How long an entry is trusted.
+    pub fn max_age(&self) -> Duration {
+        self.max_age
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Entry>> {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -46,12 +72,14 @@ impl DiscoveryCache {
 
     /// Drops the group-versions found missing (a later call asks again).
     pub fn forget_missing(&self) {
-        self.lock().retain(|_, v| v.is_some());
+        self.lock().retain(|_, (_, v)| v.is_some());
     }
 
     async fn resources(&self, group: &str, version: &str) -> Result<Option<Resources>, ApplyError> {
         let key = (group.to_string(), version.to_string());
-        if let Some(hit) = self.lock().get(&key) {
+        if let Some((at, hit)) = self.lock().get(&key)
+            && at.elapsed() < self.max_age
+        {
             return Ok(hit.clone());
         }
         let gv = GroupVersion::gv(group, version);
@@ -66,7 +94,7 @@ impl DiscoveryCache {
                 )));
             }
         };
-        self.lock().insert(key, found.clone());
+        self.lock().insert(key, (Instant::now(), found.clone()));
         Ok(found)
     }
 

@@ -44,11 +44,9 @@ use crate::api::{
     owner_label_value,
 };
 
-pub use discovery::Resolved;
+pub use discovery::{DiscoveryCache, Resolved};
 pub use inventory::{ObjectRef, inventory_entry, parse_inventory_entry};
 pub use prune::PruneReport;
-
-use discovery::DiscoveryCache;
 
 /// How to apply and prune a set of objects.
 #[derive(Clone, Debug)]
@@ -547,8 +545,14 @@ pub struct Applier {
 impl Applier {
     /// An applier using `client` for every request (discovery included).
     pub fn new(client: Client) -> Applier {
+        Applier::with_discovery(client.clone(), Arc::new(DiscoveryCache::new(client)))
+    }
+
+    /// An applier using `client` for its requests and `discovery` (shared
+    /// with other appliers, see [`DiscoveryCache::with_max_age`]) for kinds.
+    pub fn with_discovery(client: Client, discovery: Arc<DiscoveryCache>) -> Applier {
         Applier {
-            discovery: Arc::new(DiscoveryCache::new(client.clone())),
+            discovery,
             client,
             poll_interval: Duration::from_millis(200),
         }
@@ -1149,8 +1153,22 @@ impl Applier {
             Ok(after) => after,
             Err(e) => {
                 if matches!(&e, kube::Error::Api(s) if s.code == 404) {
-                    // The kind may no longer be served: ask discovery again next time.
+                    // An apply creates what is missing: a 404 means the
+                    // namespace is missing or the kind is no longer served
+                    // (a shared discovery entry can be older than that).
                     self.discovery.forget(&p.oref.group, &p.oref.version);
+                    if self
+                        .discovery
+                        .resolve(&p.oref.group, &p.oref.version, &p.oref.kind)
+                        .await?
+                        .is_none()
+                    {
+                        return Err(ApplyError::UnknownKind {
+                            object: p.oref.to_string(),
+                            api_version: p.oref.api_version(),
+                            kind: p.oref.kind.clone(),
+                        });
+                    }
                 }
                 return Err(api_err(e));
             }

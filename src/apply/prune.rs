@@ -136,28 +136,27 @@ pub(crate) async fn prune(
     Ok(report)
 }
 
-/// Looks at one candidate (writes nothing).
-async fn decide(
-    applier: &Applier,
+/// Where the cluster serves a recorded object's kind now, or why it is
+/// skipped.
+async fn resolve_recorded(
+    discovery: &super::DiscoveryCache,
     r: &ObjectRef,
-    opts: &ApplyOptions,
-) -> Result<Decision, ApplyError> {
-    let discovery = applier.discovery();
+) -> Result<Result<super::Resolved, Decision>, ApplyError> {
     let resolved = match discovery.resolve(&r.group, &r.version, &r.kind).await? {
         Some(found) => found,
         // recorded under a version no longer served: find the kind again
         None => match discovery.resolve_any_version(&r.group, &r.kind).await? {
             Some(found) => found,
             None => {
-                return Ok(Decision::Skip(format!(
+                return Ok(Err(Decision::Skip(format!(
                     "the cluster serves no {} in group '{}' any more (its objects are gone)",
                     r.kind, r.group
-                )));
+                ))));
             }
         },
     };
     if resolved.namespaced != r.namespace.is_some() {
-        return Ok(Decision::Skip(format!(
+        return Ok(Err(Decision::Skip(format!(
             "the inventory scope does not match the cluster's ({} is {})",
             r.kind,
             if resolved.namespaced {
@@ -165,21 +164,58 @@ async fn decide(
             } else {
                 "cluster-scoped"
             }
-        )));
+        ))));
     }
-    let api: kube::Api<DynamicObject> = match &r.namespace {
-        Some(ns) => kube::Api::namespaced_with(applier.client().clone(), ns, &resolved.resource),
-        None => kube::Api::all_with(applier.client().clone(), &resolved.resource),
+    Ok(Ok(resolved))
+}
+
+/// Looks at one candidate (writes nothing).
+async fn decide(
+    applier: &Applier,
+    r: &ObjectRef,
+    opts: &ApplyOptions,
+) -> Result<Decision, ApplyError> {
+    let discovery = applier.discovery();
+    let mut resolved = match resolve_recorded(discovery, r).await? {
+        Ok(found) => found,
+        Err(skip) => return Ok(skip),
     };
-    let Some(obj) = api
-        .get_metadata_opt(&r.name)
-        .await
-        .map_err(|source| ApplyError::Api {
-            object: r.to_string(),
-            source,
-        })?
-    else {
-        return Ok(Decision::Skip("already gone".to_string()));
+    let mut asked_again = false;
+    let (api, obj) = loop {
+        let api: kube::Api<DynamicObject> = match &r.namespace {
+            Some(ns) => {
+                kube::Api::namespaced_with(applier.client().clone(), ns, &resolved.resource)
+            }
+            None => kube::Api::all_with(applier.client().clone(), &resolved.resource),
+        };
+        let found = api
+            .get_metadata_opt(&r.name)
+            .await
+            .map_err(|source| ApplyError::Api {
+                object: r.to_string(),
+                source,
+            })?;
+        if let Some(obj) = found {
+            break (api, obj);
+        }
+        // A 404 is also what a version the cluster stopped serving
+        // answers: with a (shared) discovery entry older than that change
+        // the object would look gone and never be pruned. Ask discovery
+        // again once; only the same answer means the object is gone.
+        if asked_again {
+            return Ok(Decision::Skip("already gone".to_string()));
+        }
+        asked_again = true;
+        let used = resolved.resource.api_version.clone();
+        discovery.forget(&resolved.resource.group, &resolved.resource.version);
+        discovery.forget(&r.group, &r.version);
+        resolved = match resolve_recorded(discovery, r).await? {
+            Ok(found) => found,
+            Err(skip) => return Ok(skip),
+        };
+        if resolved.resource.api_version == used {
+            return Ok(Decision::Skip("already gone".to_string()));
+        }
     };
     let created = match opts.ownership(&obj.metadata) {
         Ownership::None => return Ok(Decision::Skip("not ours: no owner labels".to_string())),

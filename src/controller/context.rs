@@ -38,6 +38,11 @@ pub struct Settings {
     pub allow_insecure_sources: bool,
     /// How KRM functions run.
     pub functions: super::functions::FunctionSettings,
+    /// Requests to the API server in flight at once, over every client of
+    /// the controller (its own and the impersonating ones); 0: no limit.
+    /// Past the point where the API server is busy, more only queue there,
+    /// and every open connection costs memory here.
+    pub api_concurrency: usize,
 }
 
 impl Default for Settings {
@@ -51,8 +56,53 @@ impl Default for Settings {
             require_service_account: false,
             allow_insecure_sources: false,
             functions: super::functions::FunctionSettings::default(),
+            api_concurrency: 0,
         }
     }
+}
+
+/// A client for `config` whose requests take a permit of `limit` (when
+/// there is one) until the response headers arrive. Watches hold none
+/// while they stream.
+pub fn limited_client(
+    config: kube::Config,
+    limit: Option<&Arc<Semaphore>>,
+) -> Result<Client, kube::Error> {
+    let builder = kube::client::ClientBuilder::try_from(config)?;
+    Ok(match limit {
+        Some(sem) => builder
+            .with_layer(&tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(
+                sem.clone(),
+            ))
+            .build(),
+        None => builder.build(),
+    })
+}
+
+/// A client acting as `user` (`Impersonate-User`) through `base`: its
+/// connections, credentials and request limit are `base`'s, so a thousand
+/// tenants cost a thousand small handles, not a thousand connection pools
+/// and TLS configurations.
+pub fn impersonating(
+    base: &Client,
+    user: &str,
+) -> Result<Client, http::header::InvalidHeaderValue> {
+    let value = http::HeaderValue::from_str(user)?;
+    let base = base.clone();
+    let default_ns = base.default_namespace().to_string();
+    let service = tower::service_fn(move |mut req: http::Request<kube::client::Body>| {
+        let base = base.clone();
+        req.headers_mut().insert("impersonate-user", value.clone());
+        // no impersonated groups: the API server derives a ServiceAccount's
+        req.headers_mut().remove("impersonate-group");
+        async move { base.send(req).await }
+    });
+    Ok(Client::new(service, default_ns))
+}
+
+/// The shared request limit of `settings`, if any.
+pub fn api_limit(settings: &Settings) -> Option<Arc<Semaphore>> {
+    (settings.api_concurrency > 0).then(|| Arc::new(Semaphore::new(settings.api_concurrency)))
 }
 
 /// Renders at once: `concurrency`, at most the CPUs (two at least). A
@@ -84,6 +134,10 @@ impl CachedRender {
         let packed = serde_json::to_writer(&mut gz, &(&output.objects, &output.yaml))
             .ok()
             .and_then(|_| gz.finish().ok())
+            .map(|mut v| {
+                v.shrink_to_fit();
+                v
+            })
             .unwrap_or_default();
         CachedRender {
             key,
@@ -136,7 +190,17 @@ pub struct Context {
     pub drift: Option<Arc<super::drift::DriftWatch>>,
     pub(crate) memory: Mutex<HashMap<String, Memory>>,
     impersonated: Mutex<HashMap<String, Client>>,
+    /// The limit of requests in flight the controller's client takes
+    /// permits of; impersonating clients share it.
+    pub api_limit: Option<Arc<Semaphore>>,
+    /// Kinds the cluster serves, shared by every reconcile (asked with the
+    /// controller's own client: discovery is the same for every identity).
+    pub discovery: Arc<crate::apply::DiscoveryCache>,
 }
+
+/// How long a shared discovery entry is trusted (a kind that disappears
+/// sooner is noticed by the 404 of its apply).
+pub const DISCOVERY_MAX_AGE: Duration = Duration::from_secs(300);
 
 impl Context {
     pub fn new(
@@ -172,6 +236,10 @@ impl Context {
         };
         Ok(Context {
             recorder: Recorder::new(client.clone(), reporter),
+            discovery: Arc::new(crate::apply::DiscoveryCache::with_max_age(
+                client.clone(),
+                DISCOVERY_MAX_AGE,
+            )),
             render_slots: Arc::new(Semaphore::new(render_slots(settings.concurrency))),
             client,
             config,
@@ -183,6 +251,7 @@ impl Context {
             drift: None,
             memory: Mutex::new(HashMap::new()),
             impersonated: Mutex::new(HashMap::new()),
+            api_limit: None,
         })
     }
 
@@ -205,10 +274,20 @@ impl Context {
         if let Some(c) = cache.get(&user) {
             return Ok(c.clone());
         }
-        let mut cfg = self.config.clone();
-        cfg.auth_info.impersonate = Some(user.clone());
-        let client = Client::try_from(cfg)
-            .map_err(|e| super::Error::Invalid(format!("impersonating {user}: {e}")))?;
+        let client = if self.config.auth_info.impersonate.is_some()
+            || self.config.auth_info.impersonate_groups.is_some()
+        {
+            // the controller's own configuration impersonates already: a
+            // client of its own replaces that identity
+            let mut cfg = self.config.clone();
+            cfg.auth_info.impersonate = Some(user.clone());
+            cfg.auth_info.impersonate_groups = None;
+            limited_client(cfg, self.api_limit.as_ref())
+                .map_err(|e| super::Error::Invalid(format!("impersonating {user}: {e}")))?
+        } else {
+            impersonating(&self.client, &user)
+                .map_err(|e| super::Error::Invalid(format!("impersonating {user}: {e}")))?
+        };
         cache.insert(user, client.clone());
         Ok(client)
     }

@@ -422,7 +422,14 @@ async fn pipeline(
             let output = render_with_functions(k, ctx, &fetched.dir, &catalogs, deadline).await?;
             let elapsed = started.elapsed();
             ctx.metrics.render_duration.observe(elapsed.as_secs_f64());
-            st.last_render_duration = Some(secs(elapsed));
+            // written when the output changed (or was never recorded): a
+            // render of the same output, as after every restart, would
+            // otherwise cost a status write of its own
+            if st.last_render_duration.is_none()
+                || st.rendered_digest.as_deref() != Some(output.digest.as_str())
+            {
+                st.last_render_duration = Some(secs(elapsed));
+            }
             for w in output.warnings.iter().take(MAX_WARNING_EVENTS) {
                 publish(ctx, k, EventType::Warning, "FunctionWarning", w).await;
             }
@@ -453,7 +460,7 @@ async fn pipeline(
 
     // plan: validate every object and read what the cluster holds
     let started = Instant::now();
-    let applier = Applier::new(client.clone());
+    let applier = Applier::with_discovery(client.clone(), ctx.discovery.clone());
     let opts = apply_options(k, ctx);
     let previous = st.inventory.clone().unwrap_or_default();
     let mut plan = within(
@@ -1175,7 +1182,7 @@ async fn finalize(
             let client = ctx
                 .client_for(&k.ns(), sa.as_deref())
                 .map_err(|e| ApplyError::Discovery(e.to_string()))?;
-            let applier = Applier::new(client);
+            let applier = Applier::with_discovery(client, ctx.discovery.clone());
             let opts = ApplyOptions {
                 // deleting the Kustomization is the explicit intent
                 allow_namespace_mass_deletion: true,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
 use super::context::{Context, Settings};
@@ -18,10 +18,16 @@ use super::{Error, catalog, kustomization};
 use crate::api::{Catalog, Kustomization};
 use crate::source::Workspace;
 
+/// kubectl's client-side apply copy of an object.
+const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 /// Options of `krmsync controller`.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub concurrency: usize,
+    /// `--api-concurrency`: requests to the API server in flight at once
+    /// (0: no limit).
+    pub api_concurrency: usize,
     pub metrics_addr: SocketAddr,
     pub health_addr: SocketAddr,
     pub leader_elect: bool,
@@ -48,7 +54,17 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
     let config = kube::Config::infer()
         .await
         .map_err(|e| Error::Invalid(format!("Kubernetes client configuration: {e}")))?;
-    let client = Client::try_from(config.clone())?;
+    let settings = Settings {
+        concurrency: opts.concurrency.max(1),
+        api_concurrency: opts.api_concurrency,
+        default_service_account: opts.default_service_account.clone(),
+        require_service_account: opts.require_service_account,
+        allow_insecure_sources: opts.allow_insecure_sources,
+        functions: opts.functions.clone(),
+        ..Settings::default()
+    };
+    let api_limit = super::context::api_limit(&settings);
+    let client = super::context::limited_client(config.clone(), api_limit.as_ref())?;
     let metrics = Arc::new(Metrics::new());
     let readiness = Readiness::default();
     let (maddr, haddr, _server) = serve(
@@ -65,14 +81,6 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
 
     let workspace = Workspace::new(&opts.work_dir)
         .map_err(|e| Error::Invalid(format!("work directory {}: {e}", opts.work_dir.display())))?;
-    let settings = Settings {
-        concurrency: opts.concurrency.max(1),
-        default_service_account: opts.default_service_account.clone(),
-        require_service_account: opts.require_service_account,
-        allow_insecure_sources: opts.allow_insecure_sources,
-        functions: opts.functions.clone(),
-        ..Settings::default()
-    };
     tracing::info!(
         default_service_account = opts.default_service_account.as_deref().unwrap_or(""),
         require_service_account = opts.require_service_account,
@@ -133,6 +141,7 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
     let catalog_store = catalog_ctl.store();
     let mut ctx = Context::new(client.clone(), config, workspace, metrics, settings.clone())?;
     ctx.catalogs = Some(catalog_ctl.store());
+    ctx.api_limit = api_limit;
     let (drift_tx, drift_rx) = futures::channel::mpsc::unbounded();
     if opts.self_heal {
         ctx.drift = Some(Arc::new(super::drift::DriftWatch::new(
@@ -147,8 +156,22 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     };
-    let kctl = Controller::new(kapi, wc.clone());
-    let kstore = kctl.store();
+    // The store holds every Kustomization for as long as it exists: without
+    // managedFields (their status entry alone is about as large as the
+    // status) and without kubectl's last-applied copy of the object, which
+    // no reconcile reads.
+    let (kstore, kwriter) = kube::runtime::reflector::store();
+    let kstream = kube::runtime::reflector(
+        kwriter,
+        watcher(kapi, wc.clone()).modify(|k: &mut Kustomization| {
+            k.metadata.managed_fields = None;
+            if let Some(a) = k.metadata.annotations.as_mut() {
+                a.remove(LAST_APPLIED_ANNOTATION);
+            }
+        }),
+    )
+    .applied_objects();
+    let kctl = Controller::for_stream(kstream, kstore.clone());
     let concurrency = u16::try_from(settings.concurrency).unwrap_or(u16::MAX);
     let kustomizations = kctl
         // a Catalog change reconciles the Kustomizations that use it
