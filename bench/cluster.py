@@ -159,6 +159,24 @@ class Controller:
                     return round(int(line.split()[1]) / 1024, 1)
         return 0
 
+    def rss_parts(self):
+        """The resident memory now by kind: heap and stacks (anon), the
+        binary's pages (file), and transparent huge pages among the anon."""
+        parts = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                key = line.split(":")[0]
+                if key in ("RssAnon", "RssFile"):
+                    parts[key] = round(int(line.split()[1]) / 1024, 1)
+        try:
+            with open(f"/proc/{self.proc.pid}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("AnonHugePages:"):
+                        parts["AnonHugePages"] = round(int(line.split()[1]) / 1024, 1)
+        except FileNotFoundError:
+            pass
+        return ", ".join(f"{k} {v} MiB" for k, v in parts.items())
+
     def stop(self):
         self.sample()
         self.proc.terminate()
@@ -183,33 +201,40 @@ def ready(k):
 
 class Watch:
     """The Kustomizations' Ready status and lastHandledReconcileAt, kept
-    current by one `kubectl get --watch`: polling the whole list every
-    second would cost the API server (and this script) far more than the
-    controller's own work in a phase of a few seconds."""
-
-    FORMAT = ('{.metadata.namespace}{"\\t"}'
-              '{.status.conditions[?(@.type=="Ready")].status}{"\\t"}'
-              '{.status.lastHandledReconcileAt}{"\\n"}')
+    current by one `kubectl get --watch -o json` (a stream of JSON
+    documents: the initial list, then one object per change): polling the
+    whole list every second would cost the API server (and this script)
+    far more than the controller's own work in a phase of a few seconds."""
 
     def __init__(self):
         self.state = {}
         self.lock = threading.Lock()
         self.proc = subprocess.Popen(
-            ["kubectl", "get", KS, "-A", "-l", LABEL, "--watch", "-o", "jsonpath=" + self.FORMAT],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            ["kubectl", "get", KS, "-A", "-l", LABEL, "--watch", "-o", "json"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self):
-        for line in self.proc.stdout:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) == 3:
-                with self.lock:
-                    self.state[parts[0]] = (parts[1] == "True", parts[2])
+        # kubectl indents its JSON: a document ends with a "}" alone on a line
+        buf = b""
+        while True:
+            chunk = self.proc.stdout.read1(1 << 16)
+            if not chunk:
+                return
+            buf += chunk
+            while (cut := buf.find(b"\n}\n")) >= 0:
+                doc = json.loads(buf[: cut + 2])
+                buf = buf[cut + 3:]
+                for k in doc.get("items", [doc]):
+                    ns = k.get("metadata", {}).get("namespace")
+                    if ns:
+                        with self.lock:
+                            self.state[ns] = (ready(k), k.get("status", {}).get("lastHandledReconcileAt", ""))
 
     def count(self, done):
         with self.lock:
-            return sum(1 for ready, handled in self.state.values() if done(ready, handled))
+            return sum(1 for r, handled in self.state.values() if done(r, handled))
 
     def stop(self):
         self.proc.terminate()
@@ -398,7 +423,7 @@ def main():
         figure("converge_ratio", round(converge / raw, 2))
     figure("controller_cpu_seconds", round(cpu, 2))
     print(f"# controller RSS now {ctl.rss_mib()} MiB, peak so far {round(ctl.peak_kib / 1024, 1)} MiB, "
-          f"at most {ctl.threads} threads")
+          f"at most {ctl.threads} threads ({ctl.rss_parts()})")
     print_server_cpu("converge", cpu_before, server_cpu())
     print_requests("converge", before, apiserver_requests())
 
