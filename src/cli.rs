@@ -353,6 +353,18 @@ fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
     .map_err(|e| format!("logging: {e}"))
 }
 
+/// The allocator asks for transparent huge pages for its arenas. In a
+/// long-running controller whose heap grows and shrinks they mostly
+/// inflate resident memory (a 2 MiB page held for a few KiB in use: about
+/// 40 of 110 MiB at 1,000 Kustomizations), so the controller turns them
+/// off for itself first thing (`krmsync build` keeps them).
+fn controller_memory_setup() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        eprintln!("note: could not turn transparent huge pages off: {e}");
+    }
+}
+
 fn controller_command(a: ControllerArgs) -> Result<(), String> {
     init_logging(a.log_format, &a.log_level)?;
     let function_cache = a
@@ -776,6 +788,12 @@ fn catalog_view_command(
 
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "controller")
+    {
+        controller_memory_setup();
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Crd { output_dir } => crd_command(output_dir),

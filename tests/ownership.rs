@@ -530,3 +530,63 @@ async fn a_foreign_secret_at_the_stored_manifests_name_is_refused() {
     let secret = h.object("v1", "Secret", Some(NS), &name).unwrap();
     assert_eq!(secret["data"], json!({"x": "eA=="}), "left as it was");
 }
+
+/// The controller shares what discovery found between reconciles. When the
+/// cluster stops serving the version a bundle still renders, the apply's
+/// 404 makes it ask again, and the failure names the kind as not served
+/// (not a bare "not found"); nothing is pruned.
+#[tokio::test]
+async fn a_version_no_longer_served_fails_the_apply_clearly_despite_the_shared_discovery() {
+    let h = harness().await;
+    let crd = |versions: &str| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Widget", "plural": "widgets"},
+                     "versions": serde_json::from_str::<Value>(versions).unwrap()}})
+    };
+    h.fake.insert(crd(r#"[{"name": "v1", "served": true, "storage": true}, {"name": "v2", "served": true, "storage": false}]"#));
+    let files = |size: &str| {
+        vec![
+            (
+                "kustomization.yaml".to_string(),
+                kust(&["w.yaml", "cm.yaml"]),
+            ),
+            (
+                "w.yaml".to_string(),
+                format!(
+                    "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: {size}\n"
+                ),
+            ),
+            ("cm.yaml".to_string(), cm("c", "1")),
+        ]
+    };
+    let push = |size: &str| {
+        let f = files(size);
+        let refs: Vec<(&str, &str)> = f.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        h.bundle(NS, "app", &refs);
+    };
+    push("1");
+    h.kustomization(NS, "app", json!({}));
+    h.reconcile_ready(NS, "app").await;
+
+    // v1 is no longer served; the next revision still renders a v1 Widget
+    h.fake.insert(crd(r#"[{"name": "v1", "served": false, "storage": false}, {"name": "v2", "served": true, "storage": true}]"#));
+    push("2");
+    let k = h.reconcile(NS, "app").await;
+    let ready = support::condition(&k, "Ready");
+    assert_eq!(ready.status, "False", "{ready:?}");
+    assert!(
+        ready
+            .message
+            .contains("the cluster serves no Widget in example.com/v1"),
+        "{}",
+        ready.message
+    );
+    assert!(h.object("v1", "ConfigMap", Some(NS), "c").is_some());
+    assert!(
+        h.object("example.com/v2", "Widget", Some(NS), "w")
+            .is_some(),
+        "nothing is pruned after a failed apply"
+    );
+}

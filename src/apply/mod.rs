@@ -1018,10 +1018,7 @@ impl Applier {
                             });
                         same.then(|| Ok(p.oref.entry().id))
                     }
-                    Err(source) => Some(Err(ApplyError::Api {
-                        object: p.oref.to_string(),
-                        source,
-                    })),
+                    Err(source) => Some(Err(self.api_error(&p.oref, source).await)),
                 }
             });
         }
@@ -1102,10 +1099,6 @@ impl Applier {
         p: &Planned,
         opts: &ApplyOptions,
     ) -> Result<AppliedObject, ApplyError> {
-        let api_err = |source| ApplyError::Api {
-            object: p.oref.to_string(),
-            source,
-        };
         let resource = match &p.resource {
             Some(r) => r.clone(),
             None => {
@@ -1152,25 +1145,7 @@ impl Applier {
         let after = match api.patch(&p.oref.name, &params, &Patch::Apply(&obj)).await {
             Ok(after) => after,
             Err(e) => {
-                if matches!(&e, kube::Error::Api(s) if s.code == 404) {
-                    // An apply creates what is missing: a 404 means the
-                    // namespace is missing or the kind is no longer served
-                    // (a shared discovery entry can be older than that).
-                    self.discovery.forget(&p.oref.group, &p.oref.version);
-                    if self
-                        .discovery
-                        .resolve(&p.oref.group, &p.oref.version, &p.oref.kind)
-                        .await?
-                        .is_none()
-                    {
-                        return Err(ApplyError::UnknownKind {
-                            object: p.oref.to_string(),
-                            api_version: p.oref.api_version(),
-                            kind: p.oref.kind.clone(),
-                        });
-                    }
-                }
-                return Err(api_err(e));
+                return Err(self.api_error(&p.oref, e).await);
             }
         };
         let action = match before {
@@ -1188,6 +1163,32 @@ impl Applier {
                 &owned_fields(&after.metadata, &opts.field_manager),
             ),
         })
+    }
+
+    /// The error of a request about `oref`. An apply creates what is
+    /// missing, so its 404 means a missing namespace or a kind no longer
+    /// served (the shared discovery entry can be older than that change):
+    /// discovery is asked again, and a kind it no longer finds is reported
+    /// as such rather than as a bare "not found".
+    async fn api_error(&self, oref: &ObjectRef, source: kube::Error) -> ApplyError {
+        if matches!(&source, kube::Error::Api(s) if s.code == 404) {
+            self.discovery.forget(&oref.group, &oref.version);
+            if let Ok(None) = self
+                .discovery
+                .resolve(&oref.group, &oref.version, &oref.kind)
+                .await
+            {
+                return ApplyError::UnknownKind {
+                    object: oref.to_string(),
+                    api_version: oref.api_version(),
+                    kind: oref.kind.clone(),
+                };
+            }
+        }
+        ApplyError::Api {
+            object: oref.to_string(),
+            source,
+        }
     }
 
     /// Polls the CRD until its Established condition is True.

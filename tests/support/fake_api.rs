@@ -2040,6 +2040,18 @@ struct Filter {
     namespace: Option<String>,
     labels: Option<String>,
     fields: Option<String>,
+    /// `Accept: ...;as=PartialObjectMetadata[List]`: metadata only.
+    meta_only: bool,
+}
+
+/// An object as served: whole, or as `PartialObjectMetadata`.
+fn present(obj: &Value, gv: &str, kind: &str, meta_only: bool) -> Value {
+    let full = render(obj, gv, kind);
+    if !meta_only {
+        return full;
+    }
+    json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+           "metadata": full["metadata"].clone()})
 }
 
 impl Filter {
@@ -2060,6 +2072,8 @@ struct Req {
     body: Option<Value>,
     id: Identity,
     user_agent: String,
+    /// The client asked for `PartialObjectMetadata` (Accept header).
+    meta_only: bool,
 }
 
 impl Req {
@@ -2266,6 +2280,7 @@ async fn handle(
         body: body_json,
         id,
         user_agent,
+        meta_only: header_str(header::ACCEPT).contains("as=PartialObjectMetadata"),
     };
 
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -2355,6 +2370,7 @@ async fn resource_request(
 ) -> Response {
     let method = &req.method;
     let query = &req.query;
+    let meta_only = req.meta_only;
     // (namespace, plural, name, subresource)
     let (ns, plural, name, sub): (Option<&str>, &str, Option<&str>, Option<&str>) = match rest {
         [p] => (None, p, None, None),
@@ -2420,13 +2436,14 @@ async fn resource_request(
                 .get("fieldSelector")
                 .cloned()
                 .filter(|s| !s.is_empty()),
+            meta_only,
         };
         return match *method {
             Method::GET => {
                 if watching {
                     watch_response(app, &def, &gv, filter, query)
                 } else {
-                    list_response(app, &def, &gv, &filter)
+                    list_response(app, &def, &gv, &filter, query)
                 }
             }
             Method::POST => match ns {
@@ -2450,7 +2467,7 @@ async fn resource_request(
         Method::GET => {
             let st = app.shared.lock();
             match st.objects.get(&object_key(&def, &ns, name)) {
-                Some(o) => json_response(200, &render(o, &gv, &def.kind)),
+                Some(o) => json_response(200, &present(o, &gv, &def.kind, meta_only)),
                 None => not_found(&def, name),
             }
         }
@@ -2466,18 +2483,68 @@ async fn resource_request(
     }
 }
 
-fn list_response(app: &App, def: &ResourceDef, gv: &str, filter: &Filter) -> Response {
+/// A list, in pages of `limit` items when asked (`continue` is the hex of
+/// the last key served: later pages see later writes, unlike Kubernetes'
+/// snapshot, which no test relies on).
+fn list_response(
+    app: &App,
+    def: &ResourceDef,
+    gv: &str,
+    filter: &Filter,
+    query: &BTreeMap<String, String>,
+) -> Response {
+    let limit = query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let after: Option<String> = query
+        .get("continue")
+        .filter(|c| !c.is_empty())
+        .and_then(|c| {
+            let bytes: Option<Vec<u8>> = (0..c.len())
+                .step_by(2)
+                .map(|i| c.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+                .collect();
+            String::from_utf8(bytes?).ok()
+        });
     let st = app.shared.lock();
-    let items: Vec<Value> = st
-        .objects
-        .iter()
-        .filter(|(k, o)| filter.matches(&k.0, &k.1, &k.2, o))
-        .map(|(_, o)| render(o, gv, &def.kind))
-        .collect();
+    let mut items = Vec::new();
+    let mut next = None;
+    for (k, o) in st.objects.iter() {
+        if !filter.matches(&k.0, &k.1, &k.2, o) {
+            continue;
+        }
+        let key = format!("{}/{}", k.2, k.3);
+        if after.as_ref().is_some_and(|a| key.as_str() <= a.as_str()) {
+            continue;
+        }
+        if limit.is_some_and(|l| items.len() == l) {
+            next = Some(items.len());
+            break;
+        }
+        items.push((key, present(o, gv, &def.kind, filter.meta_only)));
+    }
+    let mut metadata = json!({"resourceVersion": st.rv.to_string()});
+    if next.is_some()
+        && let Some((last, _)) = items.last()
+    {
+        let token: String = last.bytes().map(|b| format!("{b:02x}")).collect();
+        metadata["continue"] = json!(token);
+    }
+    let items: Vec<Value> = items.into_iter().map(|(_, v)| v).collect();
+    let kind = if filter.meta_only {
+        "PartialObjectMetadataList".to_string()
+    } else {
+        format!("{}List", def.kind)
+    };
+    let api_version = if filter.meta_only {
+        "meta.k8s.io/v1"
+    } else {
+        gv
+    };
     json_response(
         200,
-        &json!({"kind": format!("{}List", def.kind), "apiVersion": gv,
-                "metadata": {"resourceVersion": st.rv.to_string()}, "items": items}),
+        &json!({"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items}),
     )
 }
 
@@ -2521,14 +2588,20 @@ fn watch_response(
         Some(rv) if !send_initial && rv >= st.log_floor => {
             for ev in st.log.iter().filter(|e| e.rv > rv) {
                 if filter.matches(&ev.group, &ev.plural, &ev.namespace, &ev.object) {
-                    initial.push_back(event_line(ev.kind, &render(&ev.object, gv, &def.kind)));
+                    initial.push_back(event_line(
+                        ev.kind,
+                        &present(&ev.object, gv, &def.kind, filter.meta_only),
+                    ));
                 }
             }
         }
         _ => {
             for (k, o) in &st.objects {
                 if filter.matches(&k.0, &k.1, &k.2, o) {
-                    initial.push_back(event_line("ADDED", &render(o, gv, &def.kind)));
+                    initial.push_back(event_line(
+                        "ADDED",
+                        &present(o, gv, &def.kind, filter.meta_only),
+                    ));
                 }
             }
             if send_initial && bookmarks {
@@ -2563,7 +2636,10 @@ fn watch_response(
                 ev = s.rx.recv() => match ev {
                     Ok(ev) => {
                         if s.filter.matches(&ev.group, &ev.plural, &ev.namespace, &ev.object) {
-                            let line = event_line(ev.kind, &render(&ev.object, &s.gv, &s.kind));
+                            let line = event_line(
+                                ev.kind,
+                                &present(&ev.object, &s.gv, &s.kind, s.filter.meta_only),
+                            );
                             return Some((Ok(line), s));
                         }
                     }
