@@ -38,8 +38,12 @@ fn log_of(child: &mut Child) -> String {
     s
 }
 
-async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+async fn wait_for(what: &str, f: impl FnMut() -> bool) {
+    wait_for_within(what, Duration::from_secs(60), f).await
+}
+
+async fn wait_for_within(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if f() {
             return;
@@ -52,8 +56,13 @@ async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 /// `krmsync controller` against `fake`: its kubeconfig and work directory
 /// in `dir`, metrics and health on ephemeral ports.
 fn controller_command(fake: &FakeApi, dir: &std::path::Path) -> Command {
+    controller_command_with(dir, &fake.kubeconfig_yaml())
+}
+
+/// [`controller_command`] with the kubeconfig `kubeconfig_yaml`.
+fn controller_command_with(dir: &std::path::Path, kubeconfig_yaml: &str) -> Command {
     let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(&kubeconfig, fake.kubeconfig_yaml()).unwrap();
+    std::fs::write(&kubeconfig, kubeconfig_yaml).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_krmsync"));
     c.args([
         "controller",
@@ -586,28 +595,15 @@ async fn a_refused_self_healing_watch_warns_once_and_recovers_when_granted() {
                  "serviceAccountName": "deployer"},
     }));
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        fake.kubeconfig_yaml_as(support::harness::CONTROLLER_USER),
-    )
-    .unwrap();
     let log = dir.path().join("log");
-    let child = Command::new(env!("CARGO_BIN_EXE_krmsync"))
-        .args([
-            "controller",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--health-addr",
-            "127.0.0.1:0",
-        ])
-        .arg("--work-dir")
-        .arg(dir.path().join("work"))
-        .env("KUBECONFIG", &kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let child = controller_command_with(
+        dir.path(),
+        &fake.kubeconfig_yaml_as(support::harness::CONTROLLER_USER),
+    )
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap())
+    .spawn()
+    .unwrap();
     let _ctl = Controller(child);
     let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
     wait_site_ready(&fake).await;
@@ -667,15 +663,10 @@ async fn a_refused_self_healing_watch_warns_once_and_recovers_when_granted() {
                     .is_some_and(|w| w == "true" || w == "1")
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !listed(&fake) {
-        assert!(
-            Instant::now() < deadline,
-            "the watch never started:\n{}",
-            log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for("the self-healing watch to start after the grant", || {
+        listed(&fake)
+    })
+    .await;
     println!(
         "self-healing watch started {:?} after the grant",
         granted.elapsed()
@@ -683,15 +674,12 @@ async fn a_refused_self_healing_watch_warns_once_and_recovers_when_granted() {
     let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
         kube::Api::namespaced(fake.client(), NS);
     cms.delete("settings", &Default::default()).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while fake.get("v1", "ConfigMap", Some(NS), "settings").is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the deleted ConfigMap was not restored within 10 s (interval 1h):\n{}",
-            log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_within(
+        "the deleted ConfigMap to be restored (interval 1h)",
+        Duration::from_secs(10),
+        || fake.get("v1", "ConfigMap", Some(NS), "settings").is_some(),
+    )
+    .await;
     assert_eq!(
         log_text()
             .matches("self-healing: watching this kind failed")

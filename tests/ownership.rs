@@ -413,17 +413,19 @@ async fn kustomization_names_longer_than_a_label_value_work() {
     assert!(k.status.unwrap().rendered.is_some());
 }
 
+/// The CRD of `example.com` Widgets with `versions` (JSON).
+fn widget_crd(versions: &str) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets"},
+                 "versions": serde_json::from_str::<Value>(versions).unwrap()}})
+}
+
 #[tokio::test]
 async fn objects_recorded_under_an_api_version_no_longer_served_are_still_pruned() {
     let h = harness().await;
-    let crd = |versions: &str| {
-        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                     "names": {"kind": "Widget", "plural": "widgets"},
-                     "versions": serde_json::from_str::<Value>(versions).unwrap()}})
-    };
-    h.fake.insert(crd(r#"[{"name": "v1", "served": true, "storage": true}, {"name": "v2", "served": true, "storage": false}]"#));
+    h.fake.insert(widget_crd(r#"[{"name": "v1", "served": true, "storage": true}, {"name": "v2", "served": true, "storage": false}]"#));
     let widget =
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 1\n";
     h.bundle(
@@ -443,7 +445,7 @@ async fn objects_recorded_under_an_api_version_no_longer_served_are_still_pruned
     );
 
     // the cluster stops serving v1; the next revision drops the Widget
-    h.fake.insert(crd(r#"[{"name": "v1", "served": false, "storage": false}, {"name": "v2", "served": true, "storage": true}]"#));
+    h.fake.insert(widget_crd(r#"[{"name": "v1", "served": false, "storage": false}, {"name": "v2", "served": true, "storage": true}]"#));
     h.bundle(
         NS,
         "app",
@@ -538,14 +540,7 @@ async fn a_foreign_secret_at_the_stored_manifests_name_is_refused() {
 #[tokio::test]
 async fn a_version_no_longer_served_fails_the_apply_clearly_despite_the_shared_discovery() {
     let h = harness().await;
-    let crd = |versions: &str| {
-        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                     "names": {"kind": "Widget", "plural": "widgets"},
-                     "versions": serde_json::from_str::<Value>(versions).unwrap()}})
-    };
-    h.fake.insert(crd(r#"[{"name": "v1", "served": true, "storage": true}, {"name": "v2", "served": true, "storage": false}]"#));
+    h.fake.insert(widget_crd(r#"[{"name": "v1", "served": true, "storage": true}, {"name": "v2", "served": true, "storage": false}]"#));
     let files = |size: &str| {
         vec![
             (
@@ -571,7 +566,7 @@ async fn a_version_no_longer_served_fails_the_apply_clearly_despite_the_shared_d
     h.reconcile_ready(NS, "app").await;
 
     // v1 is no longer served; the next revision still renders a v1 Widget
-    h.fake.insert(crd(r#"[{"name": "v1", "served": false, "storage": false}, {"name": "v2", "served": true, "storage": true}]"#));
+    h.fake.insert(widget_crd(r#"[{"name": "v1", "served": false, "storage": false}, {"name": "v2", "served": true, "storage": true}]"#));
     push("2");
     let k = h.reconcile(NS, "app").await;
     let ready = support::condition(&k, "Ready");
