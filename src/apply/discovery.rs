@@ -2,7 +2,8 @@
 //!
 //! One cache can serve every reconcile of a controller (what the cluster
 //! serves does not depend on who asks): a group-version is then asked for
-//! once per [`DiscoveryCache::max_age`], not once per reconcile. A kind
+//! once per `max_age` (see [`DiscoveryCache::with_max_age`]), not once per
+//! reconcile. A kind
 //! that disappears is noticed sooner: an apply answered 404 forgets its
 //! group-version, and group-versions found missing are asked again by the
 //! next plan.
@@ -53,11 +54,6 @@ impl DiscoveryCache {
             max_age,
             cache: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// How long an entry is trusted.
-    pub fn max_age(&self) -> Duration {
-        self.max_age
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Entry>> {

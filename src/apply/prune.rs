@@ -169,6 +169,33 @@ async fn resolve_recorded(
     Ok(Ok(resolved))
 }
 
+/// The API of `r`'s kind as `resolved` and `r`'s live metadata there, if
+/// that finds it.
+async fn live_metadata(
+    applier: &Applier,
+    r: &ObjectRef,
+    resolved: &super::Resolved,
+) -> Result<
+    Option<(
+        kube::Api<DynamicObject>,
+        kube::core::PartialObjectMeta<DynamicObject>,
+    )>,
+    ApplyError,
+> {
+    let api: kube::Api<DynamicObject> = match &r.namespace {
+        Some(ns) => kube::Api::namespaced_with(applier.client().clone(), ns, &resolved.resource),
+        None => kube::Api::all_with(applier.client().clone(), &resolved.resource),
+    };
+    let found = api
+        .get_metadata_opt(&r.name)
+        .await
+        .map_err(|source| ApplyError::Api {
+            object: r.to_string(),
+            source,
+        })?;
+    Ok(found.map(|obj| (api, obj)))
+}
+
 /// Looks at one candidate (writes nothing).
 async fn decide(
     applier: &Applier,
@@ -180,32 +207,12 @@ async fn decide(
         Ok(found) => found,
         Err(skip) => return Ok(skip),
     };
-    let mut asked_again = false;
-    let (api, obj) = loop {
-        let api: kube::Api<DynamicObject> = match &r.namespace {
-            Some(ns) => {
-                kube::Api::namespaced_with(applier.client().clone(), ns, &resolved.resource)
-            }
-            None => kube::Api::all_with(applier.client().clone(), &resolved.resource),
-        };
-        let found = api
-            .get_metadata_opt(&r.name)
-            .await
-            .map_err(|source| ApplyError::Api {
-                object: r.to_string(),
-                source,
-            })?;
-        if let Some(obj) = found {
-            break (api, obj);
-        }
+    let mut found = live_metadata(applier, r, &resolved).await?;
+    if found.is_none() {
         // A 404 is also what a version the cluster stopped serving
         // answers: with a (shared) discovery entry older than that change
         // the object would look gone and never be pruned. Ask discovery
         // again once; only the same answer means the object is gone.
-        if asked_again {
-            return Ok(Decision::Skip("already gone".to_string()));
-        }
-        asked_again = true;
         let used = resolved.resource.api_version.clone();
         discovery.forget(&resolved.resource.group, &resolved.resource.version);
         discovery.forget(&r.group, &r.version);
@@ -213,9 +220,12 @@ async fn decide(
             Ok(found) => found,
             Err(skip) => return Ok(skip),
         };
-        if resolved.resource.api_version == used {
-            return Ok(Decision::Skip("already gone".to_string()));
+        if resolved.resource.api_version != used {
+            found = live_metadata(applier, r, &resolved).await?;
         }
+    }
+    let Some((api, obj)) = found else {
+        return Ok(Decision::Skip("already gone".to_string()));
     };
     let created = match opts.ownership(&obj.metadata) {
         Ownership::None => return Ok(Decision::Skip("not ours: no owner labels".to_string())),

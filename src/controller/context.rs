@@ -93,8 +93,6 @@ pub fn impersonating(
     let service = tower::service_fn(move |mut req: http::Request<kube::client::Body>| {
         let base = base.clone();
         req.headers_mut().insert("impersonate-user", value.clone());
-        // no impersonated groups: the API server derives a ServiceAccount's
-        req.headers_mut().remove("impersonate-group");
         async move { base.send(req).await }
     });
     Ok(Client::new(service, default_ns))
