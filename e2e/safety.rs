@@ -211,20 +211,52 @@ fn owned_configmaps(ns: &str, owner: &str) -> Vec<String> {
 #[test]
 #[ignore = "needs a cluster (KUBECONFIG)"]
 fn sigkill_between_apply_and_status_leaks_nothing() {
-    let Some(mut e) = E2e::setup() else { return };
-    let ns = e.ns().to_string();
-    push_bundle(
-        &ns,
-        "app",
-        &[
-            ("kustomization.yaml", "resources: [a.yaml]\n"),
-            ("a.yaml", &cm("a", None)),
-        ],
-    );
-    e.apply_kustomization("app", &bundle_spec("app", ""));
-    e.wait_ready("app", |_| true);
+    sigkill_midway(false);
+}
 
-    let names: Vec<String> = (0..200).map(|i| format!("bulk-{i:03}")).collect();
+/// The same on a first apply: nothing in status names the objects, only the
+/// pending inventory written with the finalizer does.
+#[test]
+#[ignore = "needs a cluster (KUBECONFIG)"]
+fn sigkill_during_a_first_apply_leaks_nothing() {
+    sigkill_midway(true);
+}
+
+/// Kills the controller while it applies many ConfigMaps (the first
+/// revision when `first_apply`, else the second after one of `a`), then
+/// applies a revision of `a` only with a new controller.
+fn sigkill_midway(first_apply: bool) {
+    // a first apply creates new ConfigMaps without dry-runs, fast: more of
+    // them, one request at a time, so that the kill comes before the status
+    let (count, concurrency) = if first_apply {
+        (1000, "1")
+    } else {
+        (200, "32")
+    };
+    let Some(mut e) = E2e::setup_with(|ns| {
+        Controller::start_with(
+            ns,
+            &["--allow-insecure-sources", "--api-concurrency", concurrency],
+            None,
+        )
+    }) else {
+        return;
+    };
+    let ns = e.ns().to_string();
+    if !first_apply {
+        push_bundle(
+            &ns,
+            "app",
+            &[
+                ("kustomization.yaml", "resources: [a.yaml]\n"),
+                ("a.yaml", &cm("a", None)),
+            ],
+        );
+        e.apply_kustomization("app", &bundle_spec("app", ""));
+        e.wait_ready("app", |_| true);
+    }
+
+    let names: Vec<String> = (0..count).map(|i| format!("bulk-{i:04}")).collect();
     let mut files = vec![
         (
             "kustomization.yaml".to_string(),
@@ -245,7 +277,11 @@ fn sigkill_between_apply_and_status_leaks_nothing() {
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     push_bundle(&ns, "app", &refs);
-    e.request_reconcile("app");
+    if first_apply {
+        e.apply_kustomization("app", &bundle_spec("app", ""));
+    } else {
+        e.request_reconcile("app");
+    }
     e.wait_for("the new revision to start applying", || {
         let n = owned_configmaps(&ns, "app").len();
         if n > 1 {
@@ -256,11 +292,19 @@ fn sigkill_between_apply_and_status_leaks_nothing() {
     });
     e.controller.kill();
     let k = get_json(&[KS, "app", "-n", &ns]).unwrap();
+    let applied = owned_configmaps(&ns, "app").len();
     println!(
-        "killed with {} of 201 applied; status: {}",
-        owned_configmaps(&ns, "app").len(),
+        "killed with {applied} of {} applied; status: {}",
+        count + 1,
         status_summary(&k)
     );
+    if first_apply {
+        assert!(
+            k["status"]["inventory"].is_null(),
+            "the kill came after the status write: {}",
+            k["status"]
+        );
+    }
 
     push_bundle(
         &ns,

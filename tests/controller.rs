@@ -217,17 +217,44 @@ async fn success_path_applies_labels_and_reports_status() {
     );
 
     // the rendered manifests are stored and read back byte for byte
-    // kstatus: Reconciling while the new generation is in progress, gone after
-    let progressing = e.fake.requests().into_iter().any(|r| {
-        r.path.ends_with("/kustomizations/site/status")
-            && r.body.as_ref().is_some_and(|b| {
-                b["status"]["conditions"].as_array().is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c["type"] == "Reconciling" && c["status"] == "True")
-                })
-            })
+    // a first apply writes the Kustomization twice: before any object, one
+    // patch adds the finalizer and records the pending inventory; after
+    // everything, one status write settles it (and has no Reconciling)
+    let reqs = e.fake.requests();
+    let pos = |f: &dyn Fn(&support::fake_api::Recorded) -> bool| -> Vec<usize> {
+        reqs.iter()
+            .enumerate()
+            .filter(|(_, r)| f(r))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let meta_writes = pos(&|r| r.method == "PATCH" && r.path.ends_with("/kustomizations/site"));
+    let status_writes =
+        pos(&|r| r.method == "PATCH" && r.path.ends_with("/kustomizations/site/status"));
+    let object_writes = pos(&|r| {
+        r.method == "PATCH" && r.path.contains("/configmaps/") && r.query_param("dryRun").is_none()
     });
-    assert!(progressing, "a Reconciling=True status was written first");
+    assert_eq!(meta_writes.len(), 1, "{reqs:?}");
+    assert_eq!(status_writes.len(), 1, "{reqs:?}");
+    assert!(meta_writes[0] < object_writes[0]);
+    assert!(status_writes[0] > *object_writes.last().unwrap());
+    let body = reqs[meta_writes[0]].body.clone().unwrap();
+    assert_eq!(
+        body["metadata"]["finalizers"],
+        json!(["krmsync.dev/finalizer"])
+    );
+    let pending: Value = serde_json::from_str(
+        body["metadata"]["annotations"]["krmsync.dev/pending-inventory"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(pending["entries"].as_array().unwrap().len(), 2, "{pending}");
+    assert_eq!(
+        st.settled_attempt.as_deref(),
+        pending["attempt"].as_str(),
+        "the final status settles the pending inventory"
+    );
     assert!(st.conditions.iter().all(|c| c.type_ != "Reconciling"));
 
     let rendered = st.rendered.clone().unwrap();

@@ -689,3 +689,63 @@ async fn a_refused_self_healing_watch_warns_once_and_recovers_when_granted() {
         log_text()
     );
 }
+
+/// A Kustomization that never applied has no finalizer (a first apply adds
+/// it with its first write), so its deletion never reaches the finalizer:
+/// the controller still drops its work directory when the watch reports it
+/// gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kustomization_deleted_before_its_first_apply_leaves_no_work_directory() {
+    let fake = FakeApi::start().await;
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    let src = tempfile::tempdir().unwrap();
+    // fetched and unpacked, but the render fails: missing.yaml is not there
+    std::fs::write(
+        src.path().join("kustomization.yaml"),
+        "resources: [missing.yaml]\n",
+    )
+    .unwrap();
+    let data = krmsync::source::create_bundle(src.path()).unwrap();
+    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data);
+    fake.insert(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "bundle", "namespace": NS},
+        "binaryData": {"bundle.tar.gz": b64},
+    }));
+    fake.insert(json!({
+        "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+        "metadata": {"name": "broken", "namespace": NS},
+        "spec": {"source": {"bundle": {"configMapRef": {"name": "bundle"}}}, "interval": "1h"},
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let child = controller_command(&fake, dir.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("log")).unwrap())
+        .spawn()
+        .unwrap();
+    let _ctl = Controller(child);
+    let work = dir.path().join("work").join(format!("{NS}_broken"));
+    wait_for("the render to fail", || {
+        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "broken")
+            .and_then(|k| ready(&k))
+            .is_some_and(|(s, _)| s == "False")
+    })
+    .await;
+    assert!(
+        work.exists(),
+        "the bundle was unpacked in {}",
+        work.display()
+    );
+    let k = fake
+        .get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "broken")
+        .unwrap();
+    assert!(
+        k["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(|f| f.is_empty()),
+        "nothing was applied, so no finalizer: {k}"
+    );
+    let api: kube::Api<krmsync::api::Kustomization> = kube::Api::namespaced(fake.client(), NS);
+    api.delete("broken", &Default::default()).await.unwrap();
+    wait_for("the work directory to be removed", || !work.exists()).await;
+}

@@ -8,6 +8,7 @@ mod support;
 use std::time::Duration;
 
 use krmsync::controller::Settings;
+use kube::ResourceExt;
 use serde_json::json;
 use support::{Harness, condition};
 
@@ -290,4 +291,164 @@ async fn a_forbidden_prune_with_a_live_identity_keeps_the_finalizer() {
     let k = h.get("team-a", "app").await;
     assert_eq!(condition(&k, "Ready").reason, "PruneFailed");
     assert!(h.object("v1", "ConfigMap", Some("team-a"), "x").is_some());
+}
+
+/// Runs one reconcile of `app` and kills it once `names` are applied,
+/// before its final status write (which is held back).
+async fn kill_after_apply(h: &Harness, names: &[&str]) {
+    h.fake.delay(
+        "PATCH",
+        "/kustomizations/app/status",
+        Duration::from_millis(1500),
+    );
+    let k = h.get(NS, "app").await;
+    let ctx = h.ctx.clone();
+    let task = tokio::spawn(async move {
+        krmsync::controller::kustomization::reconcile(std::sync::Arc::new(k), ctx).await
+    });
+    let started = std::time::Instant::now();
+    while owned(h) != names {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "apply never happened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    h.fake.clear_failures();
+}
+
+/// A first apply killed before its only status write: nothing in status
+/// names the objects, the pending inventory written with the finalizer does.
+/// The next revision prunes them.
+#[tokio::test]
+async fn a_first_apply_killed_before_its_status_leaks_nothing() {
+    let h = Harness::new(Settings::default()).await;
+    h.namespace(NS);
+    revision(&h, &["a", "b", "c"]);
+    h.kustomization(NS, "app", json!({}));
+    kill_after_apply(&h, &["a", "b", "c"]).await;
+    let k = h.get(NS, "app").await;
+    assert!(
+        k.status
+            .as_ref()
+            .and_then(|s| s.inventory.as_ref())
+            .is_none()
+    );
+    assert!(
+        k.finalizers()
+            .contains(&"krmsync.dev/finalizer".to_string())
+    );
+
+    revision(&h, &["d"]);
+    let k = h.reconcile_ready(NS, "app").await;
+    assert_eq!(owned(&h), vec!["d"]);
+    // settled: a later reconcile has nothing left to prune
+    let st = k.status.unwrap();
+    assert!(st.settled_attempt.is_some());
+    h.fake.clear_requests();
+    h.reconcile_ready(NS, "app").await;
+    let deletes: Vec<String> = h
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.path)
+        .collect();
+    assert!(deletes.is_empty(), "{deletes:?}");
+}
+
+/// Deleting the Kustomization after a killed first apply deletes what that
+/// apply created.
+#[tokio::test]
+async fn deletion_after_a_killed_first_apply_deletes_what_it_created() {
+    let h = Harness::new(Settings::default()).await;
+    h.namespace(NS);
+    revision(&h, &["a", "b"]);
+    h.kustomization(NS, "app", json!({}));
+    kill_after_apply(&h, &["a", "b"]).await;
+    h.delete(NS, "app").await;
+    assert!(h.get_opt(NS, "app").await.is_none(), "finalizer released");
+    assert!(owned(&h).is_empty(), "{:?}", owned(&h));
+}
+
+/// A pruned object recreated by someone else is not pruned again by a
+/// stale pending inventory: once settled, it is history.
+#[tokio::test]
+async fn a_settled_pending_inventory_is_not_pruned_again() {
+    let h = harness().await;
+    revision(&h, &["a", "b"]);
+    h.reconcile_ready(NS, "app").await;
+    revision(&h, &["a"]);
+    h.reconcile_ready(NS, "app").await;
+    assert_eq!(owned(&h), vec!["a"]);
+    // b is created again, by hand, with krmsync's labels still on it
+    h.fake
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "b", "namespace": NS,
+            "labels": {"krmsync.dev/name": "app", "krmsync.dev/namespace": NS},
+            "annotations": {"krmsync.dev/created-by": format!("{NS}/app")}},
+        "data": {"k": "v"}}));
+    h.reconcile_ready(NS, "app").await;
+    assert_eq!(owned(&h), vec!["a", "b"], "b must not be pruned again");
+}
+
+/// The first write (finalizer and pending inventory) conflicts with a
+/// concurrent change: it is read again and sent again, nothing fails.
+#[tokio::test]
+async fn a_conflicting_first_write_is_retried() {
+    let h = Harness::new(Settings::default()).await;
+    h.namespace(NS);
+    revision(&h, &["a"]);
+    h.kustomization(NS, "app", json!({}));
+    h.fake.fail_nth(
+        "PATCH",
+        "/kustomizations/app",
+        1,
+        409,
+        "the object has been modified",
+    );
+    h.reconcile_once(NS, "app").await.unwrap();
+    let k = h.get(NS, "app").await;
+    assert_eq!(condition(&k, "Ready").status, "True", "{:?}", k.status);
+    assert!(
+        h.fake
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PATCH" && r.path.ends_with("/kustomizations/app"))
+            .count()
+            >= 2,
+        "the conflict was injected"
+    );
+    assert!(
+        k.finalizers()
+            .contains(&"krmsync.dev/finalizer".to_string())
+    );
+    assert_eq!(owned(&h), vec!["a"]);
+}
+
+/// A pending inventory edited into something unreadable stops the
+/// reconcile with a message naming the annotation; nothing is applied.
+#[tokio::test]
+async fn an_unreadable_pending_inventory_is_an_invalid_spec() {
+    let h = harness().await;
+    let patch =
+        json!({"metadata": {"annotations": {"krmsync.dev/pending-inventory": "{not json"}}});
+    h.api(NS)
+        .patch(
+            "app",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    revision(&h, &["a", "b"]);
+    let (_, ready) = h.reconcile_failing(NS, "app", "InvalidSpec").await;
+    assert!(
+        ready.message.contains("krmsync.dev/pending-inventory"),
+        "{}",
+        ready.message
+    );
+    assert_eq!(owned(&h), vec!["a"]);
 }

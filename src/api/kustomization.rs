@@ -305,12 +305,66 @@ pub struct KustomizationStatus {
     /// The last `krmsync.dev/reconcile-at` annotation value handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reconcile_at: Option<String>,
+    /// The `attempt` of the `krmsync.dev/pending-inventory` annotation that
+    /// `inventory` accounts for. A pending inventory of another attempt was
+    /// recorded by a reconcile that did not report: its objects count as
+    /// part of the inventory until a later status write settles them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_attempt: Option<String>,
+}
+
+/// The objects a reconcile is about to apply that `status.inventory` does
+/// not list yet, recorded in the Kustomization's
+/// `krmsync.dev/pending-inventory` annotation (in the same write that adds
+/// the finalizer, on a first apply) before anything is applied. Until a
+/// status write names its `attempt` in `status.settledAttempt`, the next
+/// reconcile and the deletion treat these objects as part of the inventory,
+/// so a reconcile that dies midway leaves nothing behind that a later
+/// revision no longer renders.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+pub struct PendingInventory {
+    /// Unique to the reconcile that wrote it.
+    pub attempt: String,
+    pub entries: Vec<InventoryEntry>,
 }
 
 /// The applied objects.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct Inventory {
     pub entries: Vec<InventoryEntry>,
+}
+
+impl Inventory {
+    /// `self ∪ other`, sorted by id (`other`'s version wins; a fingerprint
+    /// only `self` has stays).
+    pub fn union(&self, other: &Inventory) -> Inventory {
+        let mut by_id: std::collections::BTreeMap<String, InventoryEntry> =
+            std::collections::BTreeMap::new();
+        for e in self.entries.iter().chain(&other.entries) {
+            let mut e = e.clone();
+            // an entry without a fingerprint (planned) keeps the recorded one
+            if e.h.is_none() {
+                e.h = by_id.get(&e.id).and_then(|old| old.h.clone());
+            }
+            by_id.insert(e.id.clone(), e);
+        }
+        Inventory {
+            entries: by_id.into_values().collect(),
+        }
+    }
+
+    /// Whether every entry of `other` is in `self` (same id and version).
+    pub fn covers(&self, other: &Inventory) -> bool {
+        let mine: std::collections::HashSet<(&str, &str)> = self
+            .entries
+            .iter()
+            .map(|e| (e.id.as_str(), e.v.as_str()))
+            .collect();
+        other
+            .entries
+            .iter()
+            .all(|e| mine.contains(&(e.id.as_str(), e.v.as_str())))
+    }
 }
 
 /// One applied object: `id` is `<namespace>_<name>_<group>_<kind>` (the
@@ -342,6 +396,46 @@ pub struct RenderedRef {
 }
 
 impl Kustomization {
+    /// The pending inventory (see [`PendingInventory`]) no status write
+    /// settled yet; an error names the annotation when it cannot be read.
+    pub fn unsettled_pending_inventory(&self) -> Result<Option<PendingInventory>, String> {
+        let Some(raw) = self
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(super::PENDING_INVENTORY_ANNOTATION))
+        else {
+            return Ok(None);
+        };
+        let pending: PendingInventory = serde_json::from_str(raw).map_err(|e| {
+            format!(
+                "annotation {}: {e} (krmsync writes it; if it was edited by hand, remove \
+                 it: objects it lists that no later revision renders are then left in place)",
+                super::PENDING_INVENTORY_ANNOTATION
+            )
+        })?;
+        let settled = self
+            .status
+            .as_ref()
+            .and_then(|s| s.settled_attempt.as_deref());
+        Ok((settled != Some(pending.attempt.as_str())).then_some(pending))
+    }
+
+    /// `status.inventory` with the unsettled pending inventory added (what
+    /// prune and deletion must consider ours). A pending inventory that
+    /// cannot be read is left out.
+    pub fn recorded_inventory(&self) -> Inventory {
+        let inv = self
+            .status
+            .as_ref()
+            .and_then(|s| s.inventory.clone())
+            .unwrap_or_default();
+        match self.unsettled_pending_inventory() {
+            Ok(Some(p)) => inv.union(&Inventory { entries: p.entries }),
+            _ => inv,
+        }
+    }
+
     /// The namespace (a Kustomization is always namespaced).
     pub fn ns(&self) -> String {
         self.metadata

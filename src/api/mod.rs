@@ -38,6 +38,10 @@ pub const ADOPT_ANNOTATION: &str = "krmsync.dev/adopt";
 /// Annotation on a rendered or live object: `"disabled"` means prune and
 /// deletion never delete it (it is released instead).
 pub const PRUNE_ANNOTATION: &str = "krmsync.dev/prune";
+/// Annotation krmsync sets on a Kustomization before it applies objects
+/// that `status.inventory` does not list yet: a JSON
+/// [`kustomization::PendingInventory`] (crash consistency; see there).
+pub const PENDING_INVENTORY_ANNOTATION: &str = "krmsync.dev/pending-inventory";
 /// Annotation on a Kustomization acknowledging that the next revision may
 /// delete every Namespace it applied (two or more) at once.
 pub const ALLOW_NAMESPACE_MASS_DELETION_ANNOTATION: &str =

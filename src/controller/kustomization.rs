@@ -29,10 +29,12 @@ use super::{status, storage};
 use crate::api::condition::{
     ConditionType, Reason, remove_condition, set_condition, set_condition_unknown,
 };
-use crate::api::kustomization::{DeletionPolicy, Inventory, InventoryEntry, KustomizationStatus};
+use crate::api::kustomization::{
+    DeletionPolicy, Inventory, InventoryEntry, KustomizationStatus, PendingInventory,
+};
 use crate::api::{
-    ADOPT_ANNOTATION, ALLOW_NAMESPACE_MASS_DELETION_ANNOTATION, FINALIZER, Kustomization,
-    RECONCILE_AT_ANNOTATION, owner_id,
+    ADOPT_ANNOTATION, ALLOW_NAMESPACE_MASS_DELETION_ANNOTATION, FIELD_MANAGER, FINALIZER,
+    Kustomization, PENDING_INVENTORY_ANNOTATION, RECONCILE_AT_ANNOTATION, owner_id,
 };
 use crate::apply::{Action as ApplyAction, AppliedMemory, Applier, ApplyError, ApplyOptions};
 use crate::catalog::cluster::{ApprovedCatalog, RefusedCatalog};
@@ -106,7 +108,11 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
     if k.metadata.deletion_timestamp.is_some() {
         return finalize(k, ctx, &api).await;
     }
-    if !k.finalizers().iter().any(|f| f == FINALIZER) {
+    if !k.finalizers().iter().any(|f| f == FINALIZER) && !k.recorded_inventory().entries.is_empty()
+    {
+        // objects are recorded but the finalizer is gone (removed by hand):
+        // back before anything else. A first apply adds it with its first
+        // write instead (see `record_before_apply`).
         let mut finalizers = k.finalizers().to_vec();
         finalizers.push(FINALIZER.to_string());
         set_finalizers(&api, k, finalizers).await?;
@@ -159,27 +165,9 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
     let prev = k.status.clone().unwrap_or_default();
     let generation = k.metadata.generation;
     let mut st = prev.clone();
-    if prev.observed_generation != generation {
-        // kstatus: a new spec is in progress until this reconcile reports
-        // (observedGeneration lags until then). Not a write of its own: it
-        // goes with the inventory recorded before the first apply, if any,
-        // else with the final status.
-        set_condition(
-            &mut st.conditions,
-            ConditionType::Reconciling,
-            true,
-            Reason::Progressing,
-            format!("Reconciling generation {}", generation.unwrap_or(0)),
-            generation,
-            now(),
-        );
-    }
-    let mut cp = Checkpoint {
-        api: &api,
-        name: k.name_any(),
-        written: prev.clone(),
-    };
-    let outcome = pipeline(k, ctx, &mut st, &mut cp).await;
+    // kstatus: until this reconcile reports, observedGeneration lags (a
+    // reconcile writes its status once, at the end)
+    let outcome = pipeline(k, ctx, &api, &mut st).await;
     let t = now();
     st.observed_generation = generation;
     st.last_handled_reconcile_at = k.annotations().get(RECONCILE_AT_ANNOTATION).cloned();
@@ -257,7 +245,7 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
         }
     };
     ctx.metrics.record_result(success, reason.as_str());
-    status::write(&api, &k.name_any(), Some(&cp.written), &st).await?;
+    status::write(&api, &k.name_any(), Some(&prev), &st).await?;
     ctx.with_memory(&mkey, |m| {
         m.fingerprint = fingerprint;
         m.next_due = Some(Instant::now() + next);
@@ -288,23 +276,6 @@ fn fingerprint(k: &Kustomization, ctx: &Context) -> String {
         }
     }
     parts.join("|")
-}
-
-/// Status writes in the middle of a reconcile (the inventory recorded
-/// before the first write of a revision), through [`status::write`].
-struct Checkpoint<'a> {
-    api: &'a Api<Kustomization>,
-    name: String,
-    /// What the API server has.
-    written: KustomizationStatus,
-}
-
-impl Checkpoint<'_> {
-    async fn write(&mut self, st: &KustomizationStatus) -> Result<(), kube::Error> {
-        status::write(self.api, &self.name, Some(&self.written), st).await?;
-        self.written = st.clone();
-        Ok(())
-    }
 }
 
 /// The ServiceAccount a Kustomization acts as: its own
@@ -372,11 +343,14 @@ fn apply_options(k: &Kustomization, ctx: &Context) -> ApplyOptions {
 async fn pipeline(
     k: &Kustomization,
     ctx: &Context,
+    api: &Api<Kustomization>,
     st: &mut KustomizationStatus,
-    cp: &mut Checkpoint<'_>,
 ) -> Result<String, Failure> {
     let generation = k.metadata.generation;
     k.validate().map_err(Failure::InvalidSpec)?;
+    let pending = k
+        .unsettled_pending_inventory()
+        .map_err(Failure::InvalidSpec)?;
     check_source_policy(k, ctx)?;
     let sa = service_account(k, ctx)?;
     let client = ctx
@@ -481,18 +455,55 @@ async fn pipeline(
     check_ownership(k, &plan, &alive)?;
 
     // crash consistency: before the first write of a revision, the
-    // recorded inventory covers everything it may create
+    // finalizer is in place and the Kustomization records everything the
+    // revision may create (objects an unfinished reconcile recorded count)
+    let listed = st.inventory.clone().unwrap_or_default();
+    let mut recorded = match &pending {
+        Some(p) => listed.union(&Inventory {
+            entries: p.entries.clone(),
+        }),
+        None => listed.clone(),
+    };
+    let mut attempt = pending.map(|p| p.attempt);
+    let listed_keys: std::collections::HashSet<(&str, &str)> = listed
+        .entries
+        .iter()
+        .map(|e| (e.id.as_str(), e.v.as_str()))
+        .collect();
     let planned = plan.inventory();
-    let mut recorded = st.inventory.clone().unwrap_or_default();
-    let covered = |e: &InventoryEntry| recorded.entries.iter().any(|r| r.id == e.id && r.v == e.v);
-    if !planned.entries.iter().all(covered) {
-        recorded = union(&recorded, &planned);
-        st.inventory = Some(recorded.clone());
-        cp.write(st).await.map_err(|e| {
-            Failure::Apply(format!(
-                "recording the inventory before applying (nothing was applied): {e}"
-            ))
-        })?;
+    let add_finalizer = !k.finalizers().iter().any(|f| f == FINALIZER);
+    let new_pending = (!recorded.covers(&planned)).then(|| {
+        recorded = recorded.union(&planned);
+        PendingInventory {
+            attempt: new_attempt(),
+            entries: recorded
+                .entries
+                .iter()
+                .filter(|e| !listed_keys.contains(&(e.id.as_str(), e.v.as_str())))
+                .map(|e| InventoryEntry {
+                    h: None,
+                    ..e.clone()
+                })
+                .collect(),
+        }
+    });
+    if add_finalizer || new_pending.is_some() {
+        record_before_apply(api, k, add_finalizer, new_pending.as_ref())
+            .await
+            .map_err(|e| {
+                Failure::Apply(format!(
+                    "recording the inventory before applying (nothing was applied): {e}"
+                ))
+            })?;
+    }
+    if let Some(p) = new_pending {
+        attempt = Some(p.attempt);
+    }
+    // from here on the status accounts for the pending inventory: what the
+    // final status write (success or failure) records covers it
+    st.inventory = Some(recorded.clone());
+    if attempt.is_some() {
+        st.settled_attempt = attempt;
     }
 
     // apply (dry-run first), then prune: only after everything applied
@@ -607,7 +618,7 @@ async fn pipeline(
         inventory
     } else {
         // without prune, what left the render is still ours
-        union(&recorded, &inventory)
+        recorded.union(&inventory)
     });
     if let (Some(d), Some(inv)) = (&ctx.drift, &st.inventory) {
         d.observe(inv);
@@ -646,23 +657,6 @@ async fn pipeline(
         r.revision = revision.clone();
     }
     Ok(format!("Applied revision {revision}"))
-}
-
-/// `a ∪ b`, sorted, by id (`b`'s version wins; a fingerprint only `a`
-/// has stays).
-fn union(a: &Inventory, b: &Inventory) -> Inventory {
-    let mut by_id: BTreeMap<String, InventoryEntry> = BTreeMap::new();
-    for e in a.entries.iter().chain(&b.entries) {
-        let mut e = e.clone();
-        // a planned entry (no fingerprint yet) keeps the recorded one
-        if e.h.is_none() {
-            e.h = by_id.get(&e.id).and_then(|old| old.h.clone());
-        }
-        by_id.insert(e.id.clone(), e);
-    }
-    Inventory {
-        entries: by_id.into_values().collect(),
-    }
 }
 
 fn display_entry(e: &InventoryEntry) -> String {
@@ -1110,6 +1104,77 @@ async fn publish(ctx: &Context, k: &Kustomization, type_: EventType, reason: &st
     }
 }
 
+/// A new pending-inventory attempt id: the time in nanoseconds and 64
+/// random bits, unique in practice across restarts and leaders.
+fn new_attempt() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{nanos:x}-{r:016x}")
+}
+
+/// The first write of a reconcile that applies: one merge patch of the
+/// Kustomization adding the finalizer (when `add_finalizer`) and recording
+/// `pending` (when given). Adding the finalizer is guarded by the
+/// resourceVersion (a merge patch replaces the whole list): on a conflict
+/// the Kustomization is read again and the patch sent again, at most three
+/// times. Never adds the finalizer to a Kustomization being deleted.
+async fn record_before_apply(
+    api: &Api<Kustomization>,
+    k: &Kustomization,
+    add_finalizer: bool,
+    pending: Option<&PendingInventory>,
+) -> Result<(), String> {
+    let name = k.name_any();
+    let pending = pending
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let mut current = None;
+    for round in 0..3 {
+        let k = current.as_ref().unwrap_or(k);
+        let mut meta = serde_json::Map::new();
+        if let Some(p) = &pending {
+            meta.insert(
+                "annotations".into(),
+                serde_json::json!({ PENDING_INVENTORY_ANNOTATION: p }),
+            );
+        }
+        if add_finalizer && !k.finalizers().iter().any(|f| f == FINALIZER) {
+            if k.metadata.deletion_timestamp.is_some() {
+                return Err("the Kustomization is being deleted".into());
+            }
+            let mut finalizers = k.finalizers().to_vec();
+            finalizers.push(FINALIZER.to_string());
+            meta.insert("finalizers".into(), serde_json::json!(finalizers));
+            meta.insert(
+                "resourceVersion".into(),
+                serde_json::json!(k.resource_version()),
+            );
+        }
+        if meta.is_empty() {
+            return Ok(());
+        }
+        let patch = serde_json::json!({ "metadata": meta });
+        let pp = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..PatchParams::default()
+        };
+        match api.patch(&name, &pp, &Patch::Merge(&patch)).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 409 && round < 2 => {
+                current = Some(api.get(&name).await.map_err(|e| e.to_string())?);
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err("the Kustomization kept changing (409 three times)".into())
+}
+
 /// Replaces the finalizers, guarded by the resourceVersion we read (a
 /// concurrent change makes the API server answer 409 and we retry).
 async fn set_finalizers(
@@ -1145,11 +1210,10 @@ async fn finalize(
         return Ok(Action::await_change());
     }
     let mkey = key(k);
-    let inventory = k
-        .status
-        .as_ref()
-        .and_then(|s| s.inventory.clone())
-        .unwrap_or_default();
+    if let Err(e) = k.unsettled_pending_inventory() {
+        tracing::warn!(kustomization = %mkey, error = %e, "deleting without the pending inventory");
+    }
+    let inventory = k.recorded_inventory();
     let sa = service_account(k, ctx);
     let skip = if k.spec.deletion_policy == DeletionPolicy::Orphan || inventory.entries.is_empty() {
         None
@@ -1243,12 +1307,26 @@ async fn finalize(
         .cloned()
         .collect();
     set_finalizers(api, k, finalizers).await?;
-    let _guard = ctx.workspace.key_lock(&mkey).lock_owned().await;
-    if let Err(e) = ctx.workspace.remove(&mkey) {
+    forget(ctx, &mkey).await;
+    Ok(Action::await_change())
+}
+
+/// Drops what the controller keeps for a deleted Kustomization: its memory
+/// (fingerprint, cached render) and its work directory.
+async fn forget(ctx: &Context, mkey: &str) {
+    let _guard = ctx.workspace.key_lock(mkey).lock_owned().await;
+    if let Err(e) = ctx.workspace.remove(mkey) {
         tracing::warn!(kustomization = %mkey, error = %e, "removing the work directory");
     }
-    ctx.forget(&mkey);
-    Ok(Action::await_change())
+    ctx.forget(mkey);
+}
+
+/// [`forget`] for a Kustomization the watch reports deleted, in the
+/// background (the watch does not wait for a running fetch to finish).
+pub fn forget_deleted(k: &Kustomization, ctx: &Arc<Context>) {
+    let ctx = ctx.clone();
+    let mkey = key(k);
+    tokio::spawn(async move { forget(&ctx, &mkey).await });
 }
 
 /// Whether the Kustomization's identity is gone for good: its namespace is

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -170,6 +170,17 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
             }
         }),
     )
+    // a Kustomization deleted without our finalizer (it never applied
+    // anything) never reaches `finalize`: its memory and work directory
+    // go when the watch reports it gone
+    .inspect_ok({
+        let ctx = ctx.clone();
+        move |ev| {
+            if let watcher::Event::Delete(k) = ev {
+                kustomization::forget_deleted(k, &ctx);
+            }
+        }
+    })
     .applied_objects();
     let kctl = Controller::for_stream(kstream, kstore.clone());
     let concurrency = u16::try_from(settings.concurrency).unwrap_or(u16::MAX);
