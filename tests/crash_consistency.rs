@@ -452,3 +452,57 @@ async fn an_unreadable_pending_inventory_is_an_invalid_spec() {
     );
     assert_eq!(owned(&h), vec!["a"]);
 }
+
+/// A pending inventory too large for an annotation (here 300 objects with
+/// names of 240 characters, over 64 KiB of JSON) is recorded in the status
+/// before the first apply instead; a first apply killed after it leaks
+/// nothing either.
+#[tokio::test]
+async fn a_large_pending_inventory_is_recorded_in_the_status() {
+    let h = Harness::new(Settings::default()).await;
+    h.namespace(NS);
+    let names: Vec<String> = (0..300)
+        .map(|i| format!("{i:03}-{}", "x".repeat(236)))
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    revision(&h, &refs);
+    h.kustomization(NS, "app", json!({}));
+    h.fake.delay(
+        "PATCH",
+        "/kustomizations/app/status",
+        Duration::from_millis(1500),
+    );
+    let k = h.get(NS, "app").await;
+    let ctx = h.ctx.clone();
+    let task = tokio::spawn(async move {
+        krmsync::controller::kustomization::reconcile(std::sync::Arc::new(k), ctx).await
+    });
+    let started = std::time::Instant::now();
+    while owned(&h).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "apply never happened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    h.fake.clear_failures();
+    let k = h.get(NS, "app").await;
+    assert!(
+        !k.annotations()
+            .contains_key("krmsync.dev/pending-inventory"),
+        "too large for an annotation"
+    );
+    assert!(
+        k.finalizers()
+            .contains(&"krmsync.dev/finalizer".to_string())
+    );
+    let recorded = k.status.unwrap().inventory.unwrap().entries.len();
+    assert_eq!(
+        recorded, 300,
+        "recorded in the status before the first apply"
+    );
+
+    next_revision_leaks_nothing(&h).await;
+}

@@ -165,9 +165,11 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
     let prev = k.status.clone().unwrap_or_default();
     let generation = k.metadata.generation;
     let mut st = prev.clone();
+    let mut written = prev.clone();
     // kstatus: until this reconcile reports, observedGeneration lags (a
-    // reconcile writes its status once, at the end)
-    let outcome = pipeline(k, ctx, &api, &mut st).await;
+    // reconcile writes its status once, at the end, unless it recorded a
+    // large pending inventory there)
+    let outcome = pipeline(k, ctx, &api, &mut st, &mut written).await;
     let t = now();
     st.observed_generation = generation;
     st.last_handled_reconcile_at = k.annotations().get(RECONCILE_AT_ANNOTATION).cloned();
@@ -245,7 +247,7 @@ async fn reconcile_inner(k: &Kustomization, ctx: &Context) -> Result<Action, Err
         }
     };
     ctx.metrics.record_result(success, reason.as_str());
-    status::write(&api, &k.name_any(), Some(&prev), &st).await?;
+    status::write(&api, &k.name_any(), Some(&written), &st).await?;
     ctx.with_memory(&mkey, |m| {
         m.fingerprint = fingerprint;
         m.next_due = Some(Instant::now() + next);
@@ -340,11 +342,15 @@ fn apply_options(k: &Kustomization, ctx: &Context) -> ApplyOptions {
 }
 
 /// Fetch, render, apply, prune, store. Fills `st`; returns the Ready message.
+/// Runs a reconcile up to its report: `st` is the status to report,
+/// `written` what the API server has (updated when a large pending
+/// inventory is recorded in the status before the first apply).
 async fn pipeline(
     k: &Kustomization,
     ctx: &Context,
     api: &Api<Kustomization>,
     st: &mut KustomizationStatus,
+    written: &mut KustomizationStatus,
 ) -> Result<String, Failure> {
     let generation = k.metadata.generation;
     k.validate().map_err(Failure::InvalidSpec)?;
@@ -487,16 +493,23 @@ async fn pipeline(
                 .collect(),
         }
     });
-    if add_finalizer || new_pending.is_some() {
-        record_before_apply(api, k, add_finalizer, new_pending.as_ref())
+    // a pending inventory too large for an annotation (all annotations of an
+    // object share 256 KiB) goes into the status, in a write of its own
+    let in_status = new_pending.as_ref().is_some_and(|p| {
+        serde_json::to_string(p).map_or(true, |j| j.len() > MAX_PENDING_ANNOTATION_BYTES)
+    });
+    let annotated = new_pending.filter(|_| !in_status);
+    let recording = |e: String| {
+        Failure::Apply(format!(
+            "recording the inventory before applying (nothing was applied): {e}"
+        ))
+    };
+    if add_finalizer || annotated.is_some() {
+        record_before_apply(api, k, add_finalizer, annotated.as_ref())
             .await
-            .map_err(|e| {
-                Failure::Apply(format!(
-                    "recording the inventory before applying (nothing was applied): {e}"
-                ))
-            })?;
+            .map_err(recording)?;
     }
-    if let Some(p) = new_pending {
+    if let Some(p) = annotated {
         attempt = Some(p.attempt);
     }
     // from here on the status accounts for the pending inventory: what the
@@ -504,6 +517,12 @@ async fn pipeline(
     st.inventory = Some(recorded.clone());
     if attempt.is_some() {
         st.settled_attempt = attempt;
+    }
+    if in_status {
+        status::write(api, &k.name_any(), Some(&*written), st)
+            .await
+            .map_err(|e| recording(e.to_string()))?;
+        *written = st.clone();
     }
 
     // apply (dry-run first), then prune: only after everything applied
@@ -1103,6 +1122,10 @@ async fn publish(ctx: &Context, k: &Kustomization, type_: EventType, reason: &st
         tracing::debug!(error = %e, "publishing event");
     }
 }
+
+/// Largest pending inventory recorded in the Kustomization's annotation
+/// (JSON bytes); a larger one is recorded in its status instead.
+const MAX_PENDING_ANNOTATION_BYTES: usize = 64 * 1024;
 
 /// A new pending-inventory attempt id: the time in nanoseconds and 64
 /// random bits, unique in practice across restarts and leaders.
