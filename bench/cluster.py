@@ -445,7 +445,8 @@ def main():
     wait_all(n, "every reconcile request handled",
              lambda r, handled: r and handled == stamp, ctl, a.timeout, watch)
     figure("noop_resync_seconds", round(time.monotonic() - t0, 2))
-    print(f"# controller RSS now {ctl.rss_mib()} MiB, peak of this process {round(ctl.peak_kib / 1024, 1)} MiB")
+    print(f"# controller RSS now {ctl.rss_mib()} MiB, peak of this process {round(ctl.peak_kib / 1024, 1)} MiB, "
+          f"at most {ctl.threads} threads ({ctl.rss_parts()})")
     print_server_cpu("no-op resync", cpu_before, server_cpu())
     print_requests("no-op resync", before, apiserver_requests())
 
