@@ -373,18 +373,18 @@ fn controller_memory_setup() {
 /// (mimalloc.h), which libmimalloc-sys does not name.
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// The controller's purge delay (mimalloc 2's default).
-const CONTROLLER_PURGE_DELAY_MS: i64 = 10;
+const CONTROLLER_PURGE_DELAY_MS: std::os::raw::c_long = 10;
 
-fn set_allocator_purge_delay(ms: i64) {
+fn set_allocator_purge_delay(ms: std::os::raw::c_long) {
     // SAFETY: sets one integer option; mimalloc reads options atomically
     // and allows changing them at any time.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms as _) };
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms) };
 }
 
 #[cfg(test)]
-fn allocator_purge_delay() -> i64 {
+fn allocator_purge_delay() -> std::os::raw::c_long {
     // SAFETY: reads one integer option.
-    i64::from(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) })
+    unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }
 }
 
 fn controller_command(a: ControllerArgs) -> Result<(), String> {
