@@ -273,7 +273,8 @@ pub struct KustomizationStatus {
     /// The generation of the spec the conditions describe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// `Ready`, `Reconciling`, `Stalled`, `Rendered`, `Applied`.
+    /// `Ready`, `Stalled`, `Rendered`, `Applied` (a `Reconciling` left by an
+    /// older version is removed by the next report).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// Revision of the last fetch (git commit SHA, or `sha256:<digest>` of a bundle).
