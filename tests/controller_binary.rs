@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::FakeApi;
+use support::{FakeApi, insert_bundle};
 
 const NS: &str = "apps";
 
@@ -102,24 +102,18 @@ fn ready(k: &Value) -> Option<(String, String)> {
 
 /// The bundle ConfigMap `bundle` in NS: ConfigMap `settings` (color green).
 fn seed_bundle(fake: &FakeApi) {
-    let src = tempfile::tempdir().unwrap();
-    std::fs::write(
-        src.path().join("kustomization.yaml"),
-        "resources: [cm.yaml]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.path().join("cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: green\n",
-    )
-    .unwrap();
-    let data = krmsync::source::create_bundle(src.path()).unwrap();
-    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data);
-    fake.insert(json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "bundle", "namespace": NS},
-        "binaryData": {"bundle.tar.gz": b64},
-    }));
+    insert_bundle(
+        fake,
+        NS,
+        "bundle",
+        &[
+            ("kustomization.yaml", "resources: [cm.yaml]\n"),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: green\n",
+            ),
+        ],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -698,20 +692,13 @@ async fn a_refused_self_healing_watch_warns_once_and_recovers_when_granted() {
 async fn a_kustomization_deleted_before_its_first_apply_leaves_no_work_directory() {
     let fake = FakeApi::start().await;
     fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
-    let src = tempfile::tempdir().unwrap();
     // fetched and unpacked, but the render fails: missing.yaml is not there
-    std::fs::write(
-        src.path().join("kustomization.yaml"),
-        "resources: [missing.yaml]\n",
-    )
-    .unwrap();
-    let data = krmsync::source::create_bundle(src.path()).unwrap();
-    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data);
-    fake.insert(json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "bundle", "namespace": NS},
-        "binaryData": {"bundle.tar.gz": b64},
-    }));
+    insert_bundle(
+        &fake,
+        NS,
+        "bundle",
+        &[("kustomization.yaml", "resources: [missing.yaml]\n")],
+    );
     fake.insert(json!({
         "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
         "metadata": {"name": "broken", "namespace": NS},

@@ -186,27 +186,8 @@ async fn lost_status_writes_leak_nothing() {
 async fn a_reconcile_killed_between_apply_and_status_leaks_nothing() {
     let h = harness().await;
     revision(&h, &["a", "b", "c"]);
-    h.fake.delay(
-        "PATCH",
-        "/kustomizations/app/status",
-        Duration::from_millis(1500),
-    );
     h.poke(NS, "app").await;
-    let k = h.get(NS, "app").await;
-    let ctx = h.ctx.clone();
-    let task = tokio::spawn(async move {
-        krmsync::controller::kustomization::reconcile(std::sync::Arc::new(k), ctx).await
-    });
-    let started = std::time::Instant::now();
-    while owned(&h) != vec!["a", "b", "c"] {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "apply never happened"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    task.abort();
-    let _ = task.await;
+    kill_after_apply(&h, &["a", "b", "c"]).await;
 
     next_revision_leaks_nothing(&h).await;
 }
@@ -296,6 +277,12 @@ async fn a_forbidden_prune_with_a_live_identity_keeps_the_finalizer() {
 /// Runs one reconcile of `app` and kills it once `names` are applied,
 /// before its final status write (which is held back).
 async fn kill_after_apply(h: &Harness, names: &[&str]) {
+    kill_when(h, |owned| owned == names).await;
+}
+
+/// Runs one reconcile of `app`, its status writes held back, and kills it
+/// once the objects it owns satisfy `done`; the faults are cleared after.
+async fn kill_when(h: &Harness, done: impl Fn(&[String]) -> bool) {
     h.fake.delay(
         "PATCH",
         "/kustomizations/app/status",
@@ -307,7 +294,7 @@ async fn kill_after_apply(h: &Harness, names: &[&str]) {
         krmsync::controller::kustomization::reconcile(std::sync::Arc::new(k), ctx).await
     });
     let started = std::time::Instant::now();
-    while owned(h) != names {
+    while !done(&owned(h)) {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "apply never happened"
@@ -433,16 +420,8 @@ async fn a_conflicting_first_write_is_retried() {
 #[tokio::test]
 async fn an_unreadable_pending_inventory_is_an_invalid_spec() {
     let h = harness().await;
-    let patch =
-        json!({"metadata": {"annotations": {"krmsync.dev/pending-inventory": "{not json"}}});
-    h.api(NS)
-        .patch(
-            "app",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await
-        .unwrap();
+    h.annotate(NS, "app", "krmsync.dev/pending-inventory", "{not json")
+        .await;
     revision(&h, &["a", "b"]);
     let (_, ready) = h.reconcile_failing(NS, "app", "InvalidSpec").await;
     assert!(
@@ -467,27 +446,7 @@ async fn a_large_pending_inventory_is_recorded_in_the_status() {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     revision(&h, &refs);
     h.kustomization(NS, "app", json!({}));
-    h.fake.delay(
-        "PATCH",
-        "/kustomizations/app/status",
-        Duration::from_millis(1500),
-    );
-    let k = h.get(NS, "app").await;
-    let ctx = h.ctx.clone();
-    let task = tokio::spawn(async move {
-        krmsync::controller::kustomization::reconcile(std::sync::Arc::new(k), ctx).await
-    });
-    let started = std::time::Instant::now();
-    while owned(&h).is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "apply never happened"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    task.abort();
-    let _ = task.await;
-    h.fake.clear_failures();
+    kill_when(&h, |owned| !owned.is_empty()).await;
     let k = h.get(NS, "app").await;
     assert!(
         !k.annotations()

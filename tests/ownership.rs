@@ -361,16 +361,13 @@ async fn deleting_every_namespace_at_once_is_refused_unless_acknowledged() {
     assert!(h.object("v1", "Namespace", None, "n1").is_some());
     assert!(h.object("v1", "Namespace", None, "n2").is_some());
 
-    let patch =
-        json!({"metadata": {"annotations": {"krmsync.dev/allow-namespace-mass-deletion": "true"}}});
-    h.api(NS)
-        .patch(
-            "app",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await
-        .unwrap();
+    h.annotate(
+        NS,
+        "app",
+        "krmsync.dev/allow-namespace-mass-deletion",
+        "true",
+    )
+    .await;
     h.reconcile_ready(NS, "app").await;
     assert!(h.object("v1", "Namespace", None, "n1").is_none());
     assert!(h.object("v1", "Namespace", None, "n2").is_none());

@@ -464,12 +464,7 @@ async fn pipeline(
     // finalizer is in place and the Kustomization records everything the
     // revision may create (objects an unfinished reconcile recorded count)
     let listed = st.inventory.clone().unwrap_or_default();
-    let mut recorded = match &pending {
-        Some(p) => listed.union(&Inventory {
-            entries: p.entries.clone(),
-        }),
-        None => listed.clone(),
-    };
+    let mut recorded = k.recorded_inventory();
     let mut attempt = pending.map(|p| p.attempt);
     let listed_keys: std::collections::HashSet<(&str, &str)> = listed
         .entries
@@ -493,23 +488,25 @@ async fn pipeline(
                 .collect(),
         }
     });
-    // a pending inventory too large for an annotation (all annotations of an
-    // object share 256 KiB) goes into the status, in a write of its own
-    let in_status = new_pending.as_ref().is_some_and(|p| {
-        serde_json::to_string(p).map_or(true, |j| j.len() > MAX_PENDING_ANNOTATION_BYTES)
-    });
-    let annotated = new_pending.filter(|_| !in_status);
     let recording = |e: String| {
         Failure::Apply(format!(
             "recording the inventory before applying (nothing was applied): {e}"
         ))
     };
+    // a pending inventory too large for an annotation (all annotations of an
+    // object share 256 KiB) goes into the status, in a write of its own
+    let annotated = match &new_pending {
+        Some(p) => Some(serde_json::to_string(p).map_err(|e| recording(e.to_string()))?)
+            .filter(|json| json.len() <= MAX_PENDING_ANNOTATION_BYTES),
+        None => None,
+    };
+    let in_status = new_pending.is_some() && annotated.is_none();
     if add_finalizer || annotated.is_some() {
-        record_before_apply(api, k, add_finalizer, annotated.as_ref())
+        record_before_apply(api, k, add_finalizer, annotated.as_deref())
             .await
             .map_err(recording)?;
     }
-    if let Some(p) = annotated {
+    if let Some(p) = new_pending.filter(|_| !in_status) {
         attempt = Some(p.attempt);
     }
     // from here on the status accounts for the pending inventory: what the
@@ -1142,7 +1139,7 @@ fn new_attempt() -> String {
 
 /// The first write of a reconcile that applies: one merge patch of the
 /// Kustomization adding the finalizer (when `add_finalizer`) and recording
-/// `pending` (when given). Adding the finalizer is guarded by the
+/// `pending` (a [`PendingInventory`] as JSON, when given). Adding the finalizer is guarded by the
 /// resourceVersion (a merge patch replaces the whole list): on a conflict
 /// the Kustomization is read again and the patch sent again, at most three
 /// times. Never adds the finalizer to a Kustomization being deleted.
@@ -1150,18 +1147,14 @@ async fn record_before_apply(
     api: &Api<Kustomization>,
     k: &Kustomization,
     add_finalizer: bool,
-    pending: Option<&PendingInventory>,
+    pending: Option<&str>,
 ) -> Result<(), String> {
     let name = k.name_any();
-    let pending = pending
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|e| e.to_string())?;
     let mut current = None;
     for round in 0..3 {
         let k = current.as_ref().unwrap_or(k);
         let mut meta = serde_json::Map::new();
-        if let Some(p) = &pending {
+        if let Some(p) = pending {
             meta.insert(
                 "annotations".into(),
                 serde_json::json!({ PENDING_INVENTORY_ANNOTATION: p }),

@@ -53,6 +53,15 @@ pub fn bundle_bytes(files: &[(&str, &str)]) -> Vec<u8> {
     krmsync::source::create_bundle(dir.path()).unwrap()
 }
 
+/// Stores `files` as the bundle ConfigMap `name` in `ns` of `fake`.
+pub fn insert_bundle(fake: &FakeApi, ns: &str, name: &str, files: &[(&str, &str)]) {
+    fake.insert(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns},
+        "binaryData": {"bundle.tar.gz": b64(&bundle_bytes(files))},
+    }));
+}
+
 fn b64(data: &[u8]) -> String {
     base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data)
 }
@@ -133,11 +142,7 @@ impl Harness {
 
     /// Stores `files` as the bundle ConfigMap `name` in `ns`.
     pub fn bundle(&self, ns: &str, name: &str, files: &[(&str, &str)]) {
-        self.fake.insert(json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": ns},
-            "binaryData": {"bundle.tar.gz": b64(&bundle_bytes(files))},
-        }));
+        insert_bundle(&self.fake, ns, name, files);
     }
 
     /// Stores the directory `dir` as the bundle ConfigMap `name` in `ns`
@@ -203,7 +208,13 @@ impl Harness {
     /// full one.
     pub async fn poke(&self, ns: &str, name: &str) {
         let stamp = format!("{:?}", std::time::Instant::now());
-        let patch = json!({"metadata": {"annotations": {"krmsync.dev/reconcile-at": stamp}}});
+        self.annotate(ns, name, "krmsync.dev/reconcile-at", &stamp)
+            .await;
+    }
+
+    /// Sets annotation `key` of the Kustomization to `value`.
+    pub async fn annotate(&self, ns: &str, name: &str, key: &str, value: &str) {
+        let patch = json!({"metadata": {"annotations": {key: value}}});
         self.api(ns)
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
