@@ -415,6 +415,38 @@ async fn a_conflicting_first_write_is_retried() {
     assert_eq!(owned(&h), vec!["a"]);
 }
 
+/// The first write refused (403) or failing (500): the reconcile fails
+/// saying nothing was applied, and nothing was; the next one succeeds.
+#[tokio::test]
+async fn a_failed_first_write_applies_nothing() {
+    for (code, message) in [
+        (403, "denied by a policy webhook"),
+        (500, "etcdserver: timeout"),
+    ] {
+        let h = Harness::new(Settings::default()).await;
+        h.namespace(NS);
+        revision(&h, &["a", "b"]);
+        h.kustomization(NS, "app", json!({}));
+        h.fake
+            .fail_nth("PATCH", "/kustomizations/app", 1, code, message);
+        h.reconcile_once(NS, "app").await.unwrap();
+        let k = h.get(NS, "app").await;
+        let ready = condition(&k, "Ready");
+        assert_eq!(ready.status, "False", "{code}: {ready:?}");
+        assert!(
+            ready.message.contains("nothing was applied") && ready.message.contains(message),
+            "{code}: {}",
+            ready.message
+        );
+        assert!(owned(&h).is_empty(), "{code}: {:?}", owned(&h));
+        assert!(k.finalizers().is_empty(), "{code}");
+
+        h.fake.clear_failures();
+        h.reconcile_ready(NS, "app").await;
+        assert_eq!(owned(&h), vec!["a", "b"]);
+    }
+}
+
 /// A pending inventory edited into something unreadable stops the
 /// reconcile with a message naming the annotation; nothing is applied.
 #[tokio::test]
