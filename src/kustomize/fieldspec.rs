@@ -90,7 +90,8 @@ pub enum Leaf {
 
 /// Walks `spec.parts` in `obj`, calling `f` on every node found at the end
 /// of the path. Missing maps are created when `spec.create` is set (the last
-/// element as `leaf`). A scalar met in the middle of the path is an error.
+/// element as `leaf`); a null field named `x[]` in the path becomes an empty
+/// list. A scalar met in the middle of the path is an error.
 pub fn walk(
     obj: &mut Value,
     spec: &FieldSpec,
@@ -157,8 +158,15 @@ fn walk_parts(
             let Some(child) = m.get_mut(field) else {
                 return Ok(());
             };
-            if child.is_null() && create && !is_seq && !(rest.is_empty() && leaf == Leaf::Scalar) {
-                *child = Value::Map(Mapping::new());
+            if child.is_null() {
+                if is_seq {
+                    // kustomize takes the `[]` of the path as a hint: a
+                    // null field it walks through becomes an empty list,
+                    // with or without `create`
+                    *child = Value::Seq(Vec::new());
+                } else if create && !(rest.is_empty() && leaf == Leaf::Scalar) {
+                    *child = Value::Map(Mapping::new());
+                }
             }
             path.push(PathSeg::Key(field.to_string()));
             let r = walk_parts(child, rest, create, leaf, path, f);
@@ -482,6 +490,30 @@ mod tests {
         })
         .unwrap();
         assert!(!called);
+    }
+
+    #[test]
+    fn walk_turns_null_lists_on_the_path_into_empty_ones() {
+        // as kustomize's field-spec filter does, with or without `create`
+        for create in [false, true] {
+            let mut obj = val("spec:\n  containers:\n  volumes: ~\n  template:\n");
+            for path in [
+                "spec/containers[]/image",
+                "spec/volumes[]/name",
+                "spec/template/x",
+            ] {
+                let fs = FieldSpec::new(Gvk::default(), path, create);
+                walk(&mut obj, &fs, Leaf::Scalar, &mut |_| Ok(())).unwrap();
+            }
+            for list in ["containers", "volumes"] {
+                assert_eq!(obj.get_path(&["spec", list]), Some(&Value::Seq(Vec::new())));
+            }
+            // a null map on the way is only created with `create`
+            assert_eq!(
+                obj.get_path(&["spec", "template"]).unwrap().is_null(),
+                !create
+            );
+        }
     }
 
     #[test]

@@ -149,9 +149,19 @@ pub struct Kustomization {
     pub catalogs: Vec<String>,
 }
 
-/// Decoding context: names the Go struct for error messages.
+/// Decoding context: the Go struct and the JSON path for error messages,
+/// and how scalars meet string fields.
+///
+/// kustomize reads a kustomization by converting the YAML to JSON and
+/// decoding that strictly: a number or a boolean (YAML 1.1: `yes`, `on`,
+/// `y`, ...) where a string belongs is an error. Builtin plugin
+/// configurations go through sigs.k8s.io/yaml's typed decoding instead,
+/// which turns such scalars into their text (`lenient`).
 struct Dec<'a> {
     what: &'a str,
+    /// JSON path of the struct, with a trailing `.` (empty at the top).
+    path: String,
+    lenient: bool,
 }
 
 fn go_type_of(v: &Value) -> &'static str {
@@ -165,12 +175,30 @@ fn go_type_of(v: &Value) -> &'static str {
     }
 }
 
-impl Dec<'_> {
+impl<'a> Dec<'a> {
+    fn top(what: &'a str, lenient: bool) -> Dec<'a> {
+        Dec {
+            what,
+            path: String::new(),
+            lenient,
+        }
+    }
+
+    /// The decoder of the struct held in `field`.
+    fn child<'b>(&self, what: &'b str, field: &str) -> Dec<'b> {
+        Dec {
+            what,
+            path: format!("{}{field}.", self.path),
+            lenient: self.lenient,
+        }
+    }
+
     fn mismatch(&self, field: &str, v: &Value, want: &str) -> Error {
         Error::invalid(format!(
-            "json: cannot unmarshal {} into Go struct field {}.{} of type {}",
+            "json: cannot unmarshal {} into Go struct field {}.{}{} of type {}",
             go_type_of(v),
             self.what,
+            self.path,
             field,
             want
         ))
@@ -195,12 +223,15 @@ impl Dec<'_> {
         Ok(out)
     }
 
-    /// A scalar converted to text, as sigs.k8s.io/yaml does for string targets.
+    /// A scalar for a string field: null is empty; numbers and booleans are
+    /// an error, or their text when lenient.
     fn scalar_string(&self, field: &str, v: &Value) -> Result<String> {
         match v {
             Value::Null => Ok(String::new()),
+            Value::String(s) => Ok(s.clone()),
             Value::Map(_) | Value::Seq(_) => Err(self.mismatch(field, v, "string")),
-            other => Ok(other.scalar_to_string().unwrap_or_default()),
+            other if self.lenient => Ok(other.scalar_to_string().unwrap_or_default()),
+            other => Err(self.mismatch(field, other, "string")),
         }
     }
 
@@ -265,14 +296,12 @@ impl Dec<'_> {
     }
 }
 
-fn decode_options(v: &Value, what: &str) -> Result<Option<GeneratorOptions>> {
-    let d = Dec { what };
-    let Some(m) = d.map(v, "options", "types.GeneratorOptions")? else {
+/// `generatorOptions` or a generator's `options`, in `field` of `parent`.
+fn decode_options(parent: &Dec, v: &Value, field: &str) -> Result<Option<GeneratorOptions>> {
+    let Some(m) = parent.map(v, field, "types.GeneratorOptions")? else {
         return Ok(None);
     };
-    let d = Dec {
-        what: "GeneratorOptions",
-    };
+    let d = parent.child("GeneratorOptions", field);
     let m = &d.canon(
         m,
         &[
@@ -290,16 +319,16 @@ fn decode_options(v: &Value, what: &str) -> Result<Option<GeneratorOptions>> {
     }))
 }
 
-fn decode_generator(v: &Value, secret: bool) -> Result<GeneratorArgs> {
-    let what = if secret {
-        "SecretArgs"
+fn decode_generator(parent: &Dec, v: &Value, secret: bool) -> Result<GeneratorArgs> {
+    let (what, field) = if secret {
+        ("SecretArgs", "secretGenerator")
     } else {
-        "ConfigMapArgs"
+        ("ConfigMapArgs", "configMapGenerator")
     };
-    let d = Dec { what };
-    let Some(m) = d.map(v, "generator", what)? else {
+    let Some(m) = parent.map(v, field, &format!("types.{what}"))? else {
         return Ok(GeneratorArgs::default());
     };
+    let d = parent.child(what, field);
     let mut allowed = vec![
         "name",
         "namespace",
@@ -328,7 +357,7 @@ fn decode_generator(v: &Value, secret: bool) -> Result<GeneratorArgs> {
         files: d.string_list(m, "files")?,
         envs,
         options: match m.get("options") {
-            Some(o) => decode_options(o, what)?,
+            Some(o) => decode_options(&d, o, "options")?,
             None => None,
         },
         secret_type: if secret {
@@ -339,12 +368,11 @@ fn decode_generator(v: &Value, secret: bool) -> Result<GeneratorArgs> {
     })
 }
 
-/// Decodes a `patches` / `patchesJson6902` entry.
-pub fn decode_patch(v: &Value, field: &str) -> Result<PatchEntry> {
-    let d = Dec { what: "Patch" };
-    let Some(m) = d.map(v, field, "types.Patch")? else {
+fn patch_entry(parent: &Dec, v: &Value, field: &str) -> Result<PatchEntry> {
+    let Some(m) = parent.map(v, field, "types.Patch")? else {
         return Ok(PatchEntry::default());
     };
+    let d = parent.child("Patch", field);
     let m = &d.canon(m, &["path", "patch", "target", "options"])?;
     let mut p = PatchEntry {
         path: d.string(m, "path")?,
@@ -355,18 +383,22 @@ pub fn decode_patch(v: &Value, field: &str) -> Result<PatchEntry> {
     if let Some(o) = m.get("options")
         && let Some(om) = d.map(o, "options", "map[string]bool")?
     {
-        let od = Dec { what: "Patch" };
-        p.allow_name_change = od.boolean(om, "allowNameChange")?;
-        p.allow_kind_change = od.boolean(om, "allowKindChange")?;
+        p.allow_name_change = d.boolean(om, "allowNameChange")?;
+        p.allow_kind_change = d.boolean(om, "allowKindChange")?;
     }
     Ok(p)
 }
 
-fn decode_image(v: &Value) -> Result<ImageEntry> {
-    let d = Dec { what: "Image" };
-    let Some(m) = d.map(v, "images", "types.Image")? else {
+/// Decodes a PatchTransformer configuration (`field` names it in errors).
+pub fn decode_patch(v: &Value, field: &str) -> Result<PatchEntry> {
+    patch_entry(&Dec::top("Patch", true), v, field)
+}
+
+fn decode_image(parent: &Dec, v: &Value, field: &str) -> Result<ImageEntry> {
+    let Some(m) = parent.map(v, field, "types.Image")? else {
         return Ok(ImageEntry::default());
     };
+    let d = parent.child("Image", field);
     let m = &d.canon(m, &["name", "newName", "newTag", "digest", "tagSuffix"])?;
     Ok(ImageEntry {
         name: d.string(m, "name")?,
@@ -377,16 +409,16 @@ fn decode_image(v: &Value) -> Result<ImageEntry> {
     })
 }
 
-/// Decodes an `images:` entry (also used by the ImageTagTransformer config).
+/// Decodes the `imageTag` of an ImageTagTransformer configuration.
 pub fn decode_image_entry(v: &Value) -> Result<ImageEntry> {
-    decode_image(v)
+    decode_image(&Dec::top("ImageTagTransformer", true), v, "imageTag")
 }
 
-fn decode_replica(v: &Value) -> Result<ReplicaEntry> {
-    let d = Dec { what: "Replica" };
-    let Some(m) = d.map(v, "replicas", "types.Replica")? else {
+fn decode_replica(parent: &Dec, v: &Value, field: &str) -> Result<ReplicaEntry> {
+    let Some(m) = parent.map(v, field, "types.Replica")? else {
         return Ok(ReplicaEntry::default());
     };
+    let d = parent.child("Replica", field);
     let m = &d.canon(m, &["name", "count"])?;
     Ok(ReplicaEntry {
         name: d.string(m, "name")?,
@@ -394,16 +426,16 @@ fn decode_replica(v: &Value) -> Result<ReplicaEntry> {
     })
 }
 
-/// Decodes a `replicas:` entry (also used by the ReplicaCountTransformer config).
+/// Decodes the `replica` of a ReplicaCountTransformer configuration.
 pub fn decode_replica_entry(v: &Value) -> Result<ReplicaEntry> {
-    decode_replica(v)
+    decode_replica(&Dec::top("ReplicaCountTransformer", true), v, "replica")
 }
 
-fn decode_var(v: &Value) -> Result<VarEntry> {
-    let d = Dec { what: "Var" };
-    let Some(m) = d.map(v, "vars", "types.Var")? else {
+fn decode_var(parent: &Dec, v: &Value) -> Result<VarEntry> {
+    let Some(m) = parent.map(v, "vars", "types.Var")? else {
         return Ok(VarEntry::default());
     };
+    let d = parent.child("Var", "vars");
     let m = &d.canon(m, &["name", "objref", "fieldref"])?;
     let mut var = VarEntry {
         name: d.string(m, "name")?,
@@ -413,7 +445,7 @@ fn decode_var(v: &Value) -> Result<VarEntry> {
     if let Some(o) = m.get("objref")
         && let Some(om) = d.map(o, "objref", "types.Target")?
     {
-        let od = Dec { what: "Target" };
+        let od = d.child("Target", "objref");
         let om = &od.canon(
             om,
             &[
@@ -443,9 +475,7 @@ fn decode_var(v: &Value) -> Result<VarEntry> {
     if let Some(f) = m.get("fieldref")
         && let Some(fm) = d.map(f, "fieldref", "types.FieldSelector")?
     {
-        let fd = Dec {
-            what: "FieldSelector",
-        };
+        let fd = d.child("FieldSelector", "fieldref");
         let fm = &fd.canon(fm, &["fieldPath"])?;
         let fp = fd.string(fm, "fieldPath")?;
         if !fp.is_empty() {
@@ -455,11 +485,11 @@ fn decode_var(v: &Value) -> Result<VarEntry> {
     Ok(var)
 }
 
-fn decode_labels(v: &Value) -> Result<LabelEntry> {
-    let d = Dec { what: "Label" };
-    let Some(m) = d.map(v, "labels", "types.Label")? else {
+fn decode_labels(parent: &Dec, v: &Value) -> Result<LabelEntry> {
+    let Some(m) = parent.map(v, "labels", "types.Label")? else {
         return Ok(LabelEntry::default());
     };
+    let d = parent.child("Label", "labels");
     let m = &d.canon(
         m,
         &["pairs", "includeSelectors", "includeTemplates", "fields"],
@@ -472,25 +502,29 @@ fn decode_labels(v: &Value) -> Result<LabelEntry> {
     })
 }
 
-fn decode_sort_options(v: &Value) -> Result<Option<SortOptions>> {
-    let d = Dec {
-        what: "SortOptions",
-    };
-    let Some(m) = d.map(v, "sortOptions", "types.SortOptions")? else {
+fn decode_sort_options(parent: &Dec, v: &Value) -> Result<Option<SortOptions>> {
+    let Some(m) = parent.map(v, "sortOptions", "types.SortOptions")? else {
         return Ok(None);
     };
+    let d = parent.child("SortOptions", "sortOptions");
     let m = &d.canon(m, &["order", "legacySortOptions"])?;
+    let order = match m.get("order") {
+        Some(v @ (Value::Bool(_) | Value::Int(_) | Value::UInt(_) | Value::Float(_)))
+            if !d.lenient =>
+        {
+            return Err(d.mismatch("order", v, "types.SortOrder"));
+        }
+        _ => d.string(m, "order")?,
+    };
     let mut so = SortOptions {
-        order: d.string(m, "order")?,
+        order,
         ..Default::default()
     };
     if let Some(l) = m.get("legacySortOptions")
         && let Some(lm) = d.map(l, "legacySortOptions", "types.LegacySortOptions")?
     {
         so.legacy_options_set = true;
-        let ld = Dec {
-            what: "LegacySortOptions",
-        };
+        let ld = d.child("LegacySortOptions", "legacySortOptions");
         let lm = &ld.canon(lm, &["orderFirst", "orderLast"])?;
         if lm.contains_key("orderFirst") {
             so.order_first = Some(ld.string_list(lm, "orderFirst")?);
@@ -568,9 +602,7 @@ impl Kustomization {
     }
 
     fn decode_map(m: &Mapping) -> Result<Kustomization> {
-        let d = Dec {
-            what: "Kustomization",
-        };
+        let d = Dec::top("Kustomization", false);
         let m = &d.canon(m, TOP_LEVEL_FIELDS)?;
         let kind_s = d.string(m, "kind")?;
         let kind = match kind_s.as_str() {
@@ -617,40 +649,41 @@ impl Kustomization {
         };
         k.resources.extend(d.string_list(m, "bases")?);
         for v in d.seq(m, "labels", "[]types.Label")? {
-            k.labels.push(decode_labels(v)?);
+            k.labels.push(decode_labels(&d, v)?);
         }
         for v in d.seq(m, "patchesJson6902", "[]types.Patch")? {
-            k.patches_json6902.push(decode_patch(v, "patchesJson6902")?);
+            k.patches_json6902
+                .push(patch_entry(&d, v, "patchesJson6902")?);
         }
         for v in d.seq(m, "patches", "[]types.Patch")? {
-            k.patches.push(decode_patch(v, "patches")?);
+            k.patches.push(patch_entry(&d, v, "patches")?);
         }
         for v in d.seq(m, "images", "[]types.Image")? {
-            k.images.push(decode_image(v)?);
+            k.images.push(decode_image(&d, v, "images")?);
         }
         for v in d.seq(m, "imageTags", "[]types.Image")? {
-            k.images.push(decode_image(v)?);
+            k.images.push(decode_image(&d, v, "imageTags")?);
         }
         k.replacements = d
             .seq(m, "replacements", "[]types.ReplacementField")?
             .to_vec();
         for v in d.seq(m, "replicas", "[]types.Replica")? {
-            k.replicas.push(decode_replica(v)?);
+            k.replicas.push(decode_replica(&d, v, "replicas")?);
         }
         for v in d.seq(m, "vars", "[]types.Var")? {
-            k.vars.push(decode_var(v)?);
+            k.vars.push(decode_var(&d, v)?);
         }
         if let Some(v) = m.get("sortOptions") {
-            k.sort_options = decode_sort_options(v)?;
+            k.sort_options = decode_sort_options(&d, v)?;
         }
         for v in d.seq(m, "configMapGenerator", "[]types.ConfigMapArgs")? {
-            k.config_map_generator.push(decode_generator(v, false)?);
+            k.config_map_generator.push(decode_generator(&d, v, false)?);
         }
         for v in d.seq(m, "secretGenerator", "[]types.SecretArgs")? {
-            k.secret_generator.push(decode_generator(v, true)?);
+            k.secret_generator.push(decode_generator(&d, v, true)?);
         }
         if let Some(v) = m.get("generatorOptions") {
-            k.generator_options = decode_options(v, "Kustomization")?;
+            k.generator_options = decode_options(&d, v, "generatorOptions")?;
         }
         k.helm_charts = d.seq(m, "helmCharts", "[]types.HelmChart")?.to_vec();
         k.helm_charts.extend(
@@ -675,7 +708,7 @@ mod tests {
     #[test]
     fn decodes_common_fields_and_deprecated_aliases() {
         let k = decode(
-            "namePrefix: p-\nresources: [a.yaml]\nbases: [../base]\ncommonLabels: {app: x, version: 2}\n\
+            "namePrefix: p-\nresources: [a.yaml]\nbases: [../base]\ncommonLabels: {app: x, version: '2'}\n\
              imageTags: [{name: nginx, newTag: '1.2'}]\nconfigMapGenerator:\n- name: c\n  env: a.env\n  envs: [b.env]\n",
         )
         .unwrap();
@@ -687,6 +720,70 @@ mod tests {
         );
         assert_eq!(k.images[0].new_tag, "1.2");
         assert_eq!(k.config_map_generator[0].envs, vec!["b.env", "a.env"]);
+    }
+
+    #[test]
+    fn numbers_and_booleans_are_not_strings() {
+        // kustomize decodes the kustomization as JSON: `1.0`, `yes` or `y`
+        // where a string belongs is an error naming the field's path
+        for (src, want) in [
+            (
+                "namePrefix: yes\n",
+                "bool into Go struct field Kustomization.namePrefix of type string",
+            ),
+            (
+                "commonLabels:\n  a: 1\n",
+                "number into Go struct field Kustomization.commonLabels of type string",
+            ),
+            (
+                "resources:\n- a.yaml\n- 123\n",
+                "number into Go struct field Kustomization.resources of type string",
+            ),
+            (
+                "images:\n- name: nginx\n  newTag: 1.0\n",
+                "number into Go struct field Image.images.newTag of type string",
+            ),
+            (
+                "labels:\n- pairs:\n    a: y\n",
+                "bool into Go struct field Label.labels.pairs of type string",
+            ),
+            (
+                "configMapGenerator:\n- name: c\n  options:\n    labels:\n      a: 1\n",
+                "number into Go struct field GeneratorOptions.configMapGenerator.options.labels of type string",
+            ),
+            (
+                "vars:\n- name: V\n  objref:\n    kind: Service\n    name: 1\n",
+                "number into Go struct field Target.vars.objref.name of type string",
+            ),
+            (
+                "replicas:\n- name: d\n  count: '3'\n",
+                "string into Go struct field Replica.replicas.count of type int64",
+            ),
+            (
+                "sortOptions:\n  order: 1\n",
+                "number into Go struct field SortOptions.sortOptions.order of type types.SortOrder",
+            ),
+        ] {
+            let e = decode(src).unwrap_err();
+            assert!(e.message.contains(want), "{src}: {}", e.message);
+            assert!(e.message.contains("kustomization.yaml"), "{}", e.message);
+        }
+        // null is an empty string; quoted scalars are strings
+        let k = decode("namePrefix: ~\nimages:\n- name: nginx\n  newTag: '1.0'\n").unwrap();
+        assert_eq!(
+            (k.name_prefix.as_str(), k.images[0].new_tag.as_str()),
+            ("", "1.0")
+        );
+    }
+
+    #[test]
+    fn plugin_configurations_take_scalars_as_text() {
+        let v = parse_documents("name: nginx\nnewTag: 1.5\n")
+            .unwrap()
+            .remove(0);
+        assert_eq!(decode_image_entry(&v).unwrap().new_tag, "1.5");
+        let v = parse_documents("name: 12\ncount: 2\n").unwrap().remove(0);
+        assert_eq!(decode_replica_entry(&v).unwrap().name, "12");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! [`FunctionRunner`](super::function::FunctionRunner) when
 //! `--enable-alpha-plugins` is given (see [`external`]).
 
-use super::accumulator::{Accumulator, custom_image_specs};
+use super::accumulator::Accumulator;
 use super::documents::split_resources;
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, TransformerConfig};
@@ -360,8 +360,7 @@ fn run_builtin_transformer(
         }
         "ImageTagTransformer" => {
             let img = decode_image_entry(field(obj, "imageTag").unwrap_or(&Value::Null))?;
-            let custom = custom_image_specs(&specs(kind)?);
-            transform::images(m, &[img], &custom)
+            transform::images(m, &[img], &specs(kind)?)
         }
         "ReplicaCountTransformer" => {
             let rep = decode_replica_entry(field(obj, "replica").unwrap_or(&Value::Null))?;

@@ -571,14 +571,14 @@ impl<'o> Target<'o> {
             }
         }
         if !k.images.is_empty() {
-            let custom = custom_image_specs(&ra.config.images);
+            let specs = &ra.config.images.clone();
             if self.wants_origin() {
                 for img in &k.images {
-                    transform::images(&mut ra.resources, std::slice::from_ref(img), &custom)?;
+                    transform::images(&mut ra.resources, std::slice::from_ref(img), specs)?;
                     self.record(ra, "ImageTagTransformer");
                 }
             } else {
-                transform::images(&mut ra.resources, &k.images, &custom)?;
+                transform::images(&mut ra.resources, &k.images, specs)?;
             }
         }
         if !k.replacements.is_empty() {

@@ -3,6 +3,7 @@
 
 use regex::Regex;
 
+use super::accumulator::custom_image_specs;
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, Leaf, walk, walk_with_path};
 use super::kustomization::{ImageEntry, ReplicaEntry};
@@ -490,30 +491,52 @@ fn legacy_images(v: &mut Value, rules: &ImageRules) {
 }
 
 /// Applies `images:` entries, in order: every container image anywhere,
-/// plus custom field specs from `configurations:`. (kustomize runs one
-/// transformer per entry; applying the entries in sequence to each field
-/// gives the same result in one walk.)
-pub fn images(m: &mut ResMap, entries: &[ImageEntry], custom_specs: &[FieldSpec]) -> Result<()> {
+/// plus the field specs `specs` (kustomize's defaults, those of
+/// `configurations:`, or a plugin's). (kustomize runs one transformer per
+/// entry; applying the entries in sequence to each field gives the same
+/// result in one walk.)
+pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
     let rules = entries
         .iter()
         .map(ImageRule::new)
         .collect::<Result<Vec<_>>>()?;
-    if custom_specs.is_empty() {
-        let indexed = ImageRules::new(rules);
-        for r in m.resources_mut().iter_mut() {
-            legacy_images(&mut r.obj, &indexed);
-        }
-        return Ok(());
-    }
+    let custom = custom_image_specs(specs);
+    let defaults: Vec<&FieldSpec> = specs.iter().filter(|f| !custom.contains(f)).collect();
+    let (indexed, rules) = if custom.is_empty() {
+        (Some(ImageRules::new(rules)), Vec::new())
+    } else {
+        (None, rules)
+    };
     for r in m.resources_mut().iter_mut() {
+        let gvk = r.gvk();
+        // kustomize leaves CustomResourceDefinitions alone (its issue 890)
+        if gvk.kind == "CustomResourceDefinition" {
+            continue;
+        }
+        // the search for `containers` lists covers the default specs'
+        // images; kustomize still walks their paths, and that walk turns a
+        // null list on the way (`containers: ~`) into an empty one
+        for fs in &defaults {
+            if fs.applies_to(&gvk) && fs.parts.iter().any(|p| p.ends_with("[]")) {
+                let mut spec = (*fs).clone();
+                spec.create = false;
+                walk(&mut r.obj, &spec, Leaf::Scalar, &mut |_| Ok(()))?;
+            }
+        }
+        if let Some(indexed) = &indexed {
+            legacy_images(&mut r.obj, indexed);
+            continue;
+        }
         for rule in &rules {
             let one = ImageRules::new(vec![ImageRule {
                 entry: rule.entry.clone(),
                 matcher: rule.matcher.clone(),
             }]);
             legacy_images(&mut r.obj, &one);
-            let gvk = r.gvk();
-            for fs in custom_specs {
+            for fs in &custom {
                 if !fs.applies_to(&gvk) {
                     continue;
                 }
