@@ -1224,3 +1224,151 @@ fn transformers_keep_empty_lists() {
     );
     assert!(!out.contains(": null"), "{out}");
 }
+
+// Rule: the images transformer walks its field specs (`spec/containers[]/image`
+// and the template ones) even where the search for container lists already
+// rewrote the image, and a null list on such a path becomes an empty list;
+// a null list elsewhere stays null. CustomResourceDefinitions are left alone
+// (kustomize issue 890), images inside them included.
+#[test]
+fn images_turn_null_container_lists_on_their_paths_empty_and_skip_crds() {
+    let files = [
+        (
+            "/r/kustomization.yaml",
+            "resources: [r.yaml]\nimages:\n- name: nginx\n  newTag: v2\n",
+        ),
+        (
+            "/r/r.yaml",
+            "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  template:
+    spec:
+      containers:
+      initContainers: ~
+      volumes:
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: cj
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: foos.example.com
+spec:
+  containers:
+  - image: nginx
+  template:
+    spec:
+      containers:
+",
+        ),
+    ];
+    assert_eq!(
+        ok(&files, "/r"),
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: foos.example.com
+spec:
+  containers:
+  - image: nginx
+  template:
+    spec:
+      containers: null
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  template:
+    spec:
+      containers: []
+      initContainers: []
+      volumes: null
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: cj
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers: null
+"
+    );
+    // without images: nothing walks those paths
+    let mut plain = files;
+    plain[0].1 = "resources: [r.yaml]\n";
+    assert!(ok(&plain, "/r").contains("      containers: null\n      initContainers: null\n"));
+}
+
+// Rule: a kustomization is decoded as JSON, strictly: a number or a
+// boolean (YAML 1.1 `yes`, `on`, `y`, ...) where a string belongs fails
+// the build, naming the field; builtin plugin configurations take the same
+// scalars as text.
+#[test]
+fn kustomization_strings_refuse_numbers_and_booleans_plugin_configs_do_not() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+    for (k, want) in [
+        (
+            "namespace: on\n",
+            "bool into Go struct field Kustomization.namespace of type string",
+        ),
+        (
+            "commonAnnotations:\n  a: 1.5\n",
+            "number into Go struct field Kustomization.commonAnnotations of type string",
+        ),
+        (
+            "nameSuffix: 0x1F\n",
+            "number into Go struct field Kustomization.nameSuffix of type string",
+        ),
+        (
+            "configMapGenerator:\n- name: 1\n  literals: [a=b]\n",
+            "number into Go struct field ConfigMapArgs.configMapGenerator.name of type string",
+        ),
+    ] {
+        let e = err(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [c.yaml]\n{k}"),
+                ),
+                ("/r/c.yaml", cm),
+            ],
+            "/r",
+        );
+        assert!(e.contains(want), "{k}: {e}");
+    }
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [c.yaml]\ntransformers: [t.yaml]\n",
+            ),
+            ("/r/c.yaml", cm),
+            (
+                "/r/t.yaml",
+                "apiVersion: builtin\nkind: LabelTransformer\nmetadata:\n  name: x\nlabels:\n  a: 1\n  b: yes\nfieldSpecs:\n- path: metadata/labels\n  create: true\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        out.contains("  labels:\n    a: \"1\"\n    b: \"yes\"\n"),
+        "{out}"
+    );
+}

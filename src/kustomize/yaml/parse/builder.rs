@@ -660,8 +660,10 @@ impl Builder {
         let ann_value = parent_raw && !is_key && !merge_value && !in_merge_seq;
         let track_alias = !is_map && merge_value;
         // Flow collections start with a one-character `[` / `{` token; block
-        // ones with an empty span.
-        let flow = span.end.index() > span.start.index();
+        // ones with an empty span. A single-pair mapping inside a flow
+        // sequence (`[a: b]`) has no bracket but is a flow mapping too.
+        let flow =
+            span.end.index() > span.start.index() || self.stack.last().is_some_and(|f| f.flow);
         let line = to_u32(span.start.line());
         self.total += 1;
         self.stack.push(Frame {

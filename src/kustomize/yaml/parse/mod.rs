@@ -53,8 +53,11 @@
 //!
 //! Known gaps: line numbers of duplicate keys inside alias copies, the exact
 //! text of kustomize's panic on an empty annotation key, flow collections
-//! nested deeper than 255 levels (rejected), and annotations of `kind: List`
-//! items (not rewritten here).
+//! nested deeper than 255 levels (rejected), annotations of `kind: List`
+//! items (not rewritten here), and where libyaml's scanner departs from the
+//! YAML spec inside flow collections: `?` always starts a key there (`[?x]`),
+//! a tag takes `,`, `[` and `]` into its name (`[!x]` is an error), and
+//! `[x:]` / `[:x]` (saphyr reads these the spec's way).
 
 use std::borrow::Cow;
 use std::collections::HashMap;

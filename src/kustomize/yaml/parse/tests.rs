@@ -343,6 +343,13 @@ fn re_encoding_quotes_some_scalars_in_flow_collections() {
         v.get("e"),
         Some(&Value::Seq(vec![Value::Null, Value::Null]))
     );
+    // a single-pair mapping in a flow sequence is a flow mapping too
+    let v = spec("  f: [x: , y: ~]\n");
+    let pair = |k: &str, v: Value| Value::Map(Mapping::from_iter([(k.to_string(), v)]));
+    assert_eq!(
+        v.get("f"),
+        Some(&Value::Seq(vec![pair("x", s("")), pair("y", Value::Null)]))
+    );
     // An alias re-decides where it is used.
     let v = spec("  x: &e\n  y: [*e]\n  z: *e\n");
     assert_eq!(v.get("y"), Some(&Value::Seq(vec![s("")])));
