@@ -1372,3 +1372,92 @@ fn kustomization_strings_refuse_numbers_and_booleans_plugin_configs_do_not() {
         "{out}"
     );
 }
+
+// Rule: kustomize applies `patchesStrategicMerge` patches, and `patches`
+// entries with a target, through its resource map, which first copies the
+// patch's labels and annotations through string maps: `b: null` sets the
+// text "null" instead of deleting, `1.50` stays `"1.50"`, and an empty or
+// null `labels:` leaves the target's alone. A `patches` entry without a
+// target merges the patch as written (null deletes).
+#[test]
+fn targeted_and_legacy_patches_copy_labels_and_annotations_as_text() {
+    let cm = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c
+  labels: {a: x, b: y}
+  annotations: {a: x, b: y}
+";
+    let patch = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c
+  labels: {b: null, c: 1.50}
+  annotations: {b: ~}
+";
+    let build = |k: &str| {
+        ok(
+            &[
+                ("/r/kustomization.yaml", k),
+                ("/r/c.yaml", cm),
+                ("/r/p.yaml", patch),
+            ],
+            "/r",
+        )
+    };
+    let as_text = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  annotations:
+    a: x
+    b: \"~\"
+  labels:
+    a: x
+    b: \"null\"
+    c: \"1.50\"
+  name: c
+";
+    assert_eq!(
+        build("resources: [c.yaml]\npatchesStrategicMerge: [p.yaml]\n"),
+        as_text
+    );
+    assert_eq!(
+        build("resources: [c.yaml]\npatches:\n- path: p.yaml\n  target: {kind: ConfigMap}\n"),
+        as_text
+    );
+    assert_eq!(
+        build("resources: [c.yaml]\npatches:\n- path: p.yaml\n"),
+        "apiVersion: v1
+kind: ConfigMap
+metadata:
+  annotations:
+    a: x
+  labels:
+    a: x
+    c: 1.5
+  name: c
+"
+    );
+    let kept = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [c.yaml]\npatchesStrategicMerge: [p.yaml]\n",
+            ),
+            ("/r/c.yaml", cm),
+            (
+                "/r/p.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels: null\n  annotations: {}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        kept.contains("  labels:\n    a: x\n    b: \"y\"\n"),
+        "{kept}"
+    );
+    assert!(
+        kept.contains("  annotations:\n    a: x\n    b: \"y\"\n"),
+        "{kept}"
+    );
+}

@@ -285,11 +285,16 @@ fn apply_smp_to(
 
 /// Parses patch text as strategic-merge documents; `None` when it is not
 /// a stream of maps.
-fn parse_smp_docs(text: &str) -> Option<Vec<Value>> {
+fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
     // Strategic-merge patches are read like resources (kyaml); text that
     // YAML cannot represent as JSON either (a key-less `: value` entry) is
     // not a patch.
-    let docs = parse::parse_documents_strict_patch(text).ok()?;
+    let docs = if copy_merge {
+        parse::parse_documents_strict_copy_merge(text)
+    } else {
+        parse::parse_documents_strict_patch(text)
+    }
+    .ok()?;
     parse::parse_documents(text).ok()?;
     if docs.iter().all(Value::is_null) {
         return None;
@@ -307,7 +312,7 @@ fn parse_smp_docs(text: &str) -> Option<Vec<Value>> {
 pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<Value>> {
     let mut out = Vec::new();
     for e in entries {
-        if let Some(docs) = parse_smp_docs(e) {
+        if let Some(docs) = parse_smp_docs(e, true) {
             out.extend(docs);
             continue;
         }
@@ -316,7 +321,7 @@ pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<V
                 "trouble configuring builtin PatchStrategicMergeTransformer with config: `\npaths:\n- {e}\n`"
             ))
         })?;
-        let docs = parse::parse_documents_strict_patch(&text)
+        let docs = parse::parse_documents_strict_copy_merge(&text)
             .map_err(|err| Error::invalid(format!("{e}: {}", err.message)))?;
         out.extend(split_resources(docs, e)?);
     }
@@ -407,7 +412,9 @@ pub fn apply_patch_entry(
         };
         return apply_json_ops(m, &target, &ops, schema);
     }
-    let Some(docs) = parse_smp_docs(&text) else {
+    // with a target, kustomize applies the patch through its resource map,
+    // which copies labels and annotations as text first
+    let Some(docs) = parse_smp_docs(&text, target.is_some()) else {
         return Err(Error::invalid(format!(
             "trouble configuring builtin PatchTransformer: unable to parse SM or JSON patch from [{text}]"
         )));

@@ -26,6 +26,9 @@ pub(super) struct DocReader<'a> {
     /// A strategic-merge patch: null annotation values are nulls (they
     /// delete), not their text.
     pub(super) patch: bool,
+    /// Labels and annotations are read as their text, nulls included (a
+    /// patch kustomize copies through `GetLabels`/`SetLabels`).
+    pub(super) meta_text: bool,
 }
 
 impl<'a> DocReader<'a> {
@@ -38,6 +41,7 @@ impl<'a> DocReader<'a> {
             finished: false,
             cursor: (0, 0),
             patch: false,
+            meta_text: false,
         }
     }
 
@@ -48,6 +52,7 @@ impl<'a> DocReader<'a> {
         }
         let mut b = Builder::new(self.mode);
         b.patch = self.patch;
+        b.meta_text = self.meta_text;
         let mut in_doc = false;
         loop {
             let Some(item) = self.parser.next_event() else {
@@ -385,12 +390,15 @@ pub(super) struct Builder {
     pub(super) inserted: Vec<(u32, u32)>,
     /// See `DocReader::patch`.
     pub(super) patch: bool,
+    /// See `DocReader::meta_text`.
+    pub(super) meta_text: bool,
 }
 
 impl Builder {
     pub(super) fn new(mode: Mode) -> Self {
         Builder {
             patch: false,
+            meta_text: false,
             mode,
             stack: Vec::new(),
             anchors: HashMap::new(),
@@ -457,7 +465,9 @@ impl Builder {
         };
         match (self.stack.first(), self.stack.get(1)) {
             (Some(root), Some(meta)) => {
-                pending_is(root, "metadata") && pending_is(meta, "annotations")
+                pending_is(root, "metadata")
+                    && (pending_is(meta, "annotations")
+                        || (self.meta_text && pending_is(meta, "labels")))
             }
             _ => false,
         }
@@ -510,7 +520,9 @@ impl Builder {
                 line,
                 ..KeyMeta::default()
             };
-            let node = if self.patch && plain_null {
+            let node = if self.meta_text {
+                N::Str(value.into_owned())
+            } else if self.patch && plain_null {
                 N::Null
             } else if self.mode == Mode::Strict && plain_null && value.is_empty() {
                 N::Requoted(Box::new((N::EmptyNull, String::new())))

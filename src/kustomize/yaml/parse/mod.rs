@@ -156,6 +156,41 @@ pub fn parse_documents_strict_patch(src: &str) -> Result<Vec<Value>, ParseError>
     parse_strict(src, false, true).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
 }
 
+/// [`parse_documents_strict_patch`] for the patches kustomize applies
+/// through its resource map (`patchesStrategicMerge`, and `patches` entries
+/// with a target): it first copies the patch's labels and annotations
+/// through string maps, so every value is its source text (`null`, `~`,
+/// `1.50` stay as written; a map or list value is empty), and labels or
+/// annotations left without entries are dropped from the patch.
+pub fn parse_documents_strict_copy_merge(src: &str) -> Result<Vec<Value>, ParseError> {
+    let docs = parse_strict_with(src, false, true, true)?;
+    Ok(docs
+        .into_iter()
+        .map(|(mut v, _)| {
+            if let Some(meta) = v.get_mut("metadata").and_then(Value::as_map_mut) {
+                for field in ["labels", "annotations"] {
+                    let keep = match meta.get_mut(field) {
+                        None => continue,
+                        Some(Value::Map(m)) => {
+                            for x in m.values_mut() {
+                                if !matches!(x, Value::String(_)) {
+                                    *x = Value::String(String::new());
+                                }
+                            }
+                            !m.is_empty()
+                        }
+                        Some(_) => false,
+                    };
+                    if !keep {
+                        meta.shift_remove(field);
+                    }
+                }
+            }
+            v
+        })
+        .collect())
+}
+
 /// [`parse_documents_strict`], with the paths of the nulls written as
 /// nothing (`key:`) in each document, which kustomize keeps apart from
 /// explicit `null`s (a strategic-merge patch drops them).
@@ -169,6 +204,15 @@ pub fn parse_documents_strict_marking_empty_nulls(
 pub type MarkedDocument = (Value, Vec<Vec<PathSeg>>);
 
 fn parse_strict(src: &str, mark: bool, patch: bool) -> Result<Vec<MarkedDocument>, ParseError> {
+    parse_strict_with(src, mark, patch, false)
+}
+
+fn parse_strict_with(
+    src: &str,
+    mark: bool,
+    patch: bool,
+    meta_text: bool,
+) -> Result<Vec<MarkedDocument>, ParseError> {
     let text = normalize_newlines(src);
     let chunks = split_chunks(&text)?;
     let mut out = Vec::with_capacity(chunks.len());
@@ -184,6 +228,7 @@ fn parse_strict(src: &str, mark: bool, patch: bool) -> Result<Vec<MarkedDocument
             let mut reader = DocReader::new(piece.text, Mode::Strict);
             reader.line_offset = chunk.line_offset;
             reader.patch = patch;
+            reader.meta_text = meta_text;
             let mut nulls = Vec::new();
             match reader.next_document() {
                 Ok(Some(doc)) => {
