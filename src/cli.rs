@@ -88,9 +88,9 @@ enum Command {
         #[arg(long = "function-cache", value_name = "DIR")]
         function_cache: Option<PathBuf>,
     },
-    /// Copy a kustomization and everything it references, downloading
-    /// remote roots and files, into a self-contained directory (like
-    /// `kustomize localize`).
+    /// [Alpha] Copy a kustomization and everything it references,
+    /// downloading remote roots and files, into a self-contained directory
+    /// (like `kustomize localize`).
     Localize {
         /// `[TARGET [NEW_DIR]]`: the kustomization (local directory or remote
         /// root URL with `?ref=`, default `.`) and the destination (default

@@ -456,6 +456,11 @@ impl Fetcher {
                     continue;
                 }
                 if !status.is_success() {
+                    // kustomize's wording when the URL names a repository
+                    // (a root, not a file)
+                    if super::url::names_repository(url) {
+                        return Err("URL is a git repository".to_string());
+                    }
                     return Err(format!("GET {url}: {status}"));
                 }
                 if resp.content_length().is_some_and(|n| n > MAX_FILE_BYTES) {

@@ -1224,7 +1224,9 @@ impl Localizer<'_> {
         }
         let abs = kustomize::fs::join(&root.dir, p);
         if std::fs::symlink_metadata(&abs).is_err() {
-            return Ok(p.to_string());
+            // a home that does not exist (yet: it may be where charts are
+            // pulled to) is kept, as a clean path relative to the root
+            return Ok(path_str(&relative(&abs, &root.dir)));
         }
         let real = std::fs::canonicalize(&abs).map_err(|e| {
             format!(
@@ -1330,6 +1332,15 @@ impl Localizer<'_> {
             "ReplacementTransformer" => &["replacements"],
             _ => &[],
         };
+        if kind == "HelmChartInflationGenerator"
+            && !d
+                .as_map()
+                .is_some_and(|m| m.keys().any(|k| k.eq_ignore_ascii_case("chartHome")))
+        {
+            // without a chartHome, the plugin reads the default home: copied
+            self.chart_home_entry(root, "")
+                .map_err(|e| format!("plugin {id}: {e}"))?;
+        }
         for f in fields {
             // builtin plugin configs are decoded like Go's encoding/json:
             // field names match case-insensitively (`Path:` is `path`)
@@ -1357,7 +1368,7 @@ impl Localizer<'_> {
                     return Ok(());
                 }
                 let n = match *f {
-                    "chartHome" => this.chart_home(root, s)?,
+                    "chartHome" => this.chart_home_entry(root, s)?,
                     "files" => this.file_source(root, s)?,
                     _ => this.file(root, s)?,
                 };
@@ -1642,6 +1653,40 @@ mod tests {
     }
 
     #[test]
+    fn chart_homes_missing_are_cleaned_and_helm_generators_copy_the_default() {
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        let helm = |home: &str| {
+            format!(
+                "apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata:\n  name: h\n\
+                 name: minecraft\nreleaseName: moria\nversion: 3.1.3\n{home}"
+            )
+        };
+        write(
+            &s,
+            "a/kustomization.yaml",
+            "helmGlobals:\n  chartHome: ../a/./home\ngenerators:\n- default.yaml\n- explicit.yaml\n",
+        );
+        write(&s, "a/default.yaml", &helm(""));
+        write(
+            &s,
+            "a/explicit.yaml",
+            &helm("chartHome: ./gen-home/../untar\n"),
+        );
+        write(&s, "a/charts/minecraft/values.yaml", "a: b\n");
+        let mut o = opts(&s.join("a"), &s.join("out"), None);
+        o.no_verify = true; // the build would refuse Helm
+        run(&o).unwrap_or_else(|e| panic!("{}", e.message));
+        let k = std::fs::read_to_string(s.join("out/kustomization.yaml")).unwrap();
+        // a home that does not exist keeps a clean path relative to the root
+        assert!(k.contains("chartHome: home"), "{k}");
+        let g = std::fs::read_to_string(s.join("out/explicit.yaml")).unwrap();
+        assert!(g.contains("chartHome: untar"), "{g}");
+        // a Helm generator without chartHome reads (so gets) the default home
+        assert!(s.join("out/charts/minecraft/values.yaml").is_file());
+    }
+
+    #[test]
     fn copies_referenced_files_with_cleaned_paths() {
         let t = tempfile::tempdir().unwrap();
         let s = std::fs::canonicalize(t.path()).unwrap();
@@ -1871,6 +1916,39 @@ mod tests {
         let e = run(&o).unwrap_err();
         assert!(
             e.message.contains("big.yaml") && e.message.contains("larger than"),
+            "{}",
+            e.message
+        );
+        assert!(!dst.exists());
+    }
+
+    #[test]
+    fn a_repository_url_that_is_no_file_says_so() {
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let server = rt.block_on(MockServer::start());
+        rt.block_on(
+            Mock::given(wiremock::matchers::any())
+                .respond_with(ResponseTemplate::new(404))
+                .mount(&server),
+        );
+        let t = tempfile::tempdir().unwrap();
+        let s = std::fs::canonicalize(t.path()).unwrap();
+        write(
+            &s,
+            "app/kustomization.yaml",
+            "resources:\n- https://github.com/org/repo//deploy?timeout=9\n",
+        );
+        let dst = s.join("out");
+        let mut o = opts(&s.join("app"), &dst, None);
+        o.mirrors = Mirrors(vec![(
+            "https://github.com/".into(),
+            format!("{}/", server.uri()),
+        )]);
+        let e = run(&o).unwrap_err();
+        assert!(
+            e.message.contains("as file: URL is a git repository")
+                && e.message.contains("missing ref query string parameter"),
             "{}",
             e.message
         );

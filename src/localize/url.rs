@@ -177,6 +177,23 @@ pub fn parse_repo_url(raw: &str) -> Option<RepoSpec> {
     })
 }
 
+/// Whether kustomize's repository URL parser accepts `raw` (it then calls
+/// a file URL that answers with an error status "a git repository"): an
+/// explicit marker (`//`, `.git`, `_git/`, `file://`) or, without one, at
+/// least an `org/repo` path.
+pub fn names_repository(raw: &str) -> bool {
+    let Some(r) = parse_repo_url(raw) else {
+        return false;
+    };
+    let body = raw.split('?').next().unwrap_or(raw);
+    let after_scheme = body.split_once("://").map_or(body, |(_, rest)| rest);
+    let explicit = after_scheme.contains("//")
+        || after_scheme.contains(".git")
+        || after_scheme.contains("_git/")
+        || r.host_dir == "file-schemed";
+    explicit || r.repo_path.split('/').filter(|s| !s.is_empty()).count() >= 2
+}
+
 impl RepoSpec {
     /// `localized-files/<host>/<repo>/<ref>` (the checkout's place); the
     /// root itself sits at this joined with its real path in the checkout.
@@ -428,6 +445,21 @@ mod tests {
         assert_eq!(m.apply("https://github.com/o/r"), "file:///a/o/r");
         assert_eq!(m.apply("https://gitlab.com/o/r"), "https://gitlab.com/o/r");
         assert!(Mirrors::parse_one("nope").is_err());
+    }
+
+    #[test]
+    fn repository_urls_as_kustomize_tells_them() {
+        for yes in [
+            "https://github.com/org/repo//deploy?timeout=9",
+            "https://files.example.com/org/repo/v1/cm.yaml",
+            "https://dev.azure.com/org/project/_git/repo",
+            "https://example.com/repo.git",
+        ] {
+            assert!(names_repository(yes), "{yes}");
+        }
+        for no in ["https://files.example.com/missing.yaml", "plain/path.yaml"] {
+            assert!(!names_repository(no), "{no}");
+        }
     }
 
     #[test]
