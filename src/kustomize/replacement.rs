@@ -430,20 +430,46 @@ pub fn apply_replacements<R: ReplacementResource>(
                 );
             }
         };
-        let value = source_value(resources, source)?;
+        let (index, value) = source_value(resources, source)?;
+        // kyaml hands the source node itself to the targets (a copy only
+        // when a delimiter picks a part of it): a target that rewrites the
+        // source node changes what the later targets get
+        let live = source
+            .options
+            .as_ref()
+            .is_none_or(|o| o.delimiter.is_empty())
+            .then_some(LiveSource { index, src: source });
+        let mut value = value;
         for t in &r.targets {
-            apply_target(resources, &value, t)?;
+            apply_target(resources, &mut value, live.as_ref(), t)?;
         }
     }
     Ok(())
 }
 
+/// The source of a replacement whose value is read again after each write
+/// that may have changed it.
+struct LiveSource<'a> {
+    /// Position of the source resource.
+    index: usize,
+    src: &'a SourceSelector,
+}
+
+fn source_field_path(src: &SourceSelector) -> &str {
+    if src.field_path.is_empty() {
+        DEFAULT_FIELD_PATH
+    } else {
+        &src.field_path
+    }
+}
+
+/// The selected source resource's position and the value it gives.
 fn source_value<R: ReplacementResource>(
     resources: &[R],
     src: &SourceSelector,
-) -> Result<ReplValue, String> {
-    let mut found: Option<&R> = None;
-    for res in resources {
+) -> Result<(usize, ReplValue), String> {
+    let mut found: Option<usize> = None;
+    for (i, res) in resources.iter().enumerate() {
         if res.ids().iter().any(|id| src.id.selects_id(id)) {
             if found.is_some() {
                 return Err(format!(
@@ -451,17 +477,18 @@ fn source_value<R: ReplacementResource>(
                     src.id.id_string()
                 ));
             }
-            found = Some(res);
+            found = Some(i);
         }
     }
-    let res = found.ok_or_else(|| format!("nothing selected by {}", src.id.id_string()))?;
-    let fp = if src.field_path.is_empty() {
-        DEFAULT_FIELD_PATH
-    } else {
-        &src.field_path
-    };
-    let node = fieldpath::get(res.object(), fp)
-        .map_err(|e| format!("error looking up replacement source: {e}"))?;
+    let i = found.ok_or_else(|| format!("nothing selected by {}", src.id.id_string()))?;
+    Ok((i, value_of(resources[i].object(), src)?))
+}
+
+/// The value `src` gives in the source resource `obj`.
+fn value_of(obj: &Value, src: &SourceSelector) -> Result<ReplValue, String> {
+    let fp = source_field_path(src);
+    let node =
+        fieldpath::get(obj, fp).map_err(|e| format!("error looking up replacement source: {e}"))?;
     let node = match node {
         None | Some(Value::Null) => None,
         Some(Value::Map(m)) if m.is_empty() => None,
@@ -528,7 +555,8 @@ impl MetaSelector {
 
 fn apply_target<R: ReplacementResource>(
     resources: &mut [R],
-    value: &ReplValue,
+    value: &mut ReplValue,
+    live: Option<&LiveSource>,
     t: &TargetSelector,
 ) -> Result<(), String> {
     let select = t
@@ -552,7 +580,7 @@ fn apply_target<R: ReplacementResource>(
                 .then(|| MetaSelector::new(r))
         })
         .collect();
-    for res in resources.iter_mut() {
+    for (i, res) in resources.iter_mut().enumerate() {
         let obj = res.object();
         if !select_meta.matches(obj)? {
             continue;
@@ -575,18 +603,26 @@ fn apply_target<R: ReplacementResource>(
             .any(|r| !r.id_is_empty() && ids.iter().any(|id| r.selects_id(id)));
         if selected && !rejected_by_id {
             let before = res.has_links().then(|| res.object().clone());
-            copy_to_target(res.object_mut(), value, t.options.as_ref(), &paths)?;
+            let source = live.filter(|l| l.index == i);
+            copy_to_target(res.object_mut(), value, source, t.options.as_ref(), &paths)?;
             if let Some(before) = before {
                 res.written(&before);
+            }
+            if let Some(l) = source {
+                *value = value_of(res.object(), l.src)?;
             }
         }
     }
     Ok(())
 }
 
+/// Writes `value` at every match of `paths` in `obj`. When `obj` holds the
+/// live source, a write over the source node itself changes `value` for
+/// the writes after it.
 fn copy_to_target(
     obj: &mut Value,
-    value: &ReplValue,
+    value: &mut ReplValue,
+    source: Option<&LiveSource>,
     options: Option<&FieldOptions>,
     paths: &[(String, Vec<PathElem>)],
 ) -> Result<(), String> {
@@ -604,8 +640,20 @@ fn copy_to_target(
             )
         };
         let kind = create.then(|| value.create_kind());
-        let mut f =
-            |node: &mut Value, untyped: bool| set_field_value(node, untyped, value, options);
+        // the source node's address, compared (never dereferenced) with
+        // each node written; creating fields could move nodes, so then the
+        // source is only read again after the resource
+        let source_node: Option<*const Value> = source
+            .filter(|_| !create)
+            .and_then(|l| fieldpath::get(obj, source_field_path(l.src)).ok().flatten())
+            .map(|n| n as *const Value);
+        let mut f = |node: &mut Value, untyped: bool| {
+            set_field_value(node, untyped, value, options)?;
+            if source_node == Some(node as *const Value) {
+                *value = ReplValue::from_value(node);
+            }
+            Ok(())
+        };
         match fieldpath::visit_matches(obj, path, kind, &mut f) {
             Ok(0) => return Err(not_found),
             Ok(_) => {}
@@ -738,6 +786,44 @@ mod tests {
             }
         }
         d
+    }
+
+    #[test]
+    fn a_target_that_rewrites_the_source_changes_what_later_writes_get() {
+        // Oracle (kubectl kustomize 5.5): kyaml passes the source node
+        // itself, so the write over it shows in the writes after it, in the
+        // same target and in later ones; a source delimiter takes a copy.
+        let d = "{apiVersion: v1, kind: Pod, metadata: {name: p}, \
+                 spec: {containers: [{name: a, image: 'nginx:1.0'}, {name: b, image: redis}]}}";
+        let svc = "{apiVersion: v1, kind: Service, metadata: {name: s}}";
+        let r = "[{source: {kind: Pod, fieldPath: spec.containers.0.image}, targets: [\
+                 {select: {kind: Pod}, fieldPaths: ['spec.containers.*.image'], \
+                  options: {delimiter: ':', index: 1}}, \
+                 {select: {kind: Service}, fieldPaths: [metadata.annotations.img], options: {create: true}}]}]";
+        let out = run(&[d, svc], r).unwrap();
+        let images: Vec<_> = out[0]
+            .get_path(&["spec", "containers"])
+            .and_then(Value::as_seq)
+            .unwrap()
+            .iter()
+            .map(|c| c.str_at(&["image"]).unwrap())
+            .collect();
+        assert_eq!(images, ["nginx:nginx:1.0", "redis:nginx:nginx:1.0"]);
+        assert_eq!(
+            out[1].str_at(&["metadata", "annotations", "img"]),
+            Some("nginx:nginx:1.0")
+        );
+        // with a delimiter on the source, every write gets the first value
+        let r = "[{source: {kind: Pod, fieldPath: spec.containers.0.image, options: {delimiter: ':', index: 0}}, \
+                 targets: [{select: {kind: Pod}, fieldPaths: ['spec.containers.*.image'], \
+                  options: {delimiter: ':', index: 1}}]}]";
+        let out = run(&[d], r).unwrap();
+        let c = out[0]
+            .get_path(&["spec", "containers"])
+            .and_then(Value::as_seq)
+            .unwrap();
+        assert_eq!(c[0].str_at(&["image"]), Some("nginx:nginx"));
+        assert_eq!(c[1].str_at(&["image"]), Some("redis:nginx"));
     }
 
     #[test]
