@@ -1461,3 +1461,30 @@ metadata:
         "{kept}"
     );
 }
+
+// Rule: generated data keys are not checked (kustomize's validator is a
+// no-op): `a b`, `1A`, `..` are keys. A file that is not UTF-8 goes into a
+// ConfigMap's binaryData and, byte for byte, into a Secret's data.
+#[test]
+fn generator_keys_are_unchecked_and_binary_secret_data_is_the_bytes() {
+    let mut fs = MemFs::new();
+    fs.add_file(
+        "/r/kustomization.yaml",
+        "configMapGenerator:\n- name: c\n  literals: ['a b=1']\n  envs: [a.env]\n  files: [bin.dat]\n\
+         secretGenerator:\n- name: s\n  files: [bin.dat, '..=bin.dat']\n",
+    );
+    fs.add_file("/r/a.env", "1A=x\nexport B=y\n=gone\n");
+    fs.add_file("/r/bin.dat", vec![0u8, 1, 2, 255, 254]);
+    let out = build(Arc::new(fs), Path::new("/r"), &BuildOptions::default())
+        .and_then(|r| r.to_yaml())
+        .unwrap_or_else(|e| panic!("build failed: {e}"));
+    assert!(out.contains("binaryData:\n  bin.dat: AAEC//4=\n"), "{out}");
+    assert!(
+        out.contains("  1A: x\n  a b: \"1\"\n  export B: \"y\"\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  ..: AAEC//4=\n  bin.dat: AAEC//4=\n"),
+        "{out}"
+    );
+}

@@ -74,32 +74,13 @@ fn parse_literal(src: &str) -> Result<(String, String)> {
     }
 }
 
-fn is_env_var_name(k: &str) -> bool {
-    let mut chars = k.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '-' || c == '.' => {}
-        _ => return false,
-    }
-    k.chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-}
-
-fn is_config_map_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 253
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        && k != "."
-        && k != ".."
-}
-
 /// Parses an env file into ordered pairs.
 pub fn parse_env_file(content: &[u8], file: &str, env: EnvLookup) -> Result<Vec<(String, String)>> {
     let text = std::str::from_utf8(content)
         .map_err(|_| Error::invalid(format!("env file '{file}' is not valid UTF-8")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = Vec::new();
-    for (n, raw) in text.split('\n').enumerate() {
+    for raw in text.split('\n') {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         let line = line.trim_start();
         if line.is_empty() || line.starts_with('#') {
@@ -109,13 +90,11 @@ pub fn parse_env_file(content: &[u8], file: &str, env: EnvLookup) -> Result<Vec<
             Some((k, v)) => (k.to_string(), v.to_string()),
             None => (line.to_string(), env(line).unwrap_or_default()),
         };
-        if !is_env_var_name(&key) {
-            return Err(Error::invalid(format!(
-                "\"{key}\" is not a valid key name (file '{file}', line {}): a valid environment \
-                 variable name must consist of alphabetic characters, digits, '_', '-', or '.', \
-                 and must not start with a digit",
-                n + 1
-            )));
+        // kustomize checks no key name (its validator's IsEnvVarName is a
+        // no-op: `export A`, `1A` or `A ` are keys); a line with an empty
+        // key (`=x`) gives nothing
+        if key.is_empty() {
+            continue;
         }
         out.push((key, value));
     }
@@ -130,21 +109,21 @@ struct KvData {
 }
 
 impl KvData {
+    /// Adds a text entry; key names are not checked (kustomize's
+    /// ErrIfInvalidKey is a no-op), repeated keys are an error.
     fn add(&mut self, kind: GenKind, name: &str, key: String, value: String) -> Result<()> {
-        if !is_config_map_key(&key) {
-            return Err(Error::invalid(format!(
-                "{} {name}: \"{key}\" is not a valid key name: a valid config key must consist \
-                 of alphanumeric characters, '-', '_' or '.'",
-                kind.as_str()
-            )));
-        }
+        self.check_new(kind, name, &key)?;
+        self.data.push((key, value));
+        Ok(())
+    }
+
+    fn check_new(&self, kind: GenKind, name: &str, key: &str) -> Result<()> {
         if self.data.iter().chain(&self.binary).any(|(k, _)| *k == key) {
             return Err(Error::invalid(format!(
                 "cannot add key {key}, another key by that name already exists in Data for {} {name}",
                 kind.as_str()
             )));
         }
-        self.data.push((key, value));
         Ok(())
     }
 }
@@ -192,17 +171,10 @@ fn load_kv(args: &GeneratorArgs, kind: GenKind, loader: &Loader, env: EnvLookup)
         match String::from_utf8(content) {
             Ok(s) => kv.add(kind, &args.name, key, s)?,
             Err(e) => {
-                if kind == GenKind::ConfigMap {
-                    if !is_config_map_key(&key) {
-                        return Err(Error::invalid(format!("invalid key name '{key}'")));
-                    }
-                    kv.binary.push((key, encode_base64_lines(&e.into_bytes())));
-                } else {
-                    kv.add(kind, &args.name, key, String::new())?;
-                    if let Some(last) = kv.data.last_mut() {
-                        last.1 = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                    }
-                }
+                // not UTF-8: a ConfigMap's binaryData, a Secret's data;
+                // both the base64 of the bytes as read
+                kv.check_new(kind, &args.name, &key)?;
+                kv.binary.push((key, encode_base64_lines(&e.into_bytes())));
             }
         }
     }
@@ -284,6 +256,7 @@ pub fn generate(
                 .data
                 .iter()
                 .map(|(k, v)| (k.clone(), encode_base64_lines(v.as_bytes())))
+                .chain(kv.binary.iter().cloned())
                 .collect();
             // kustomize always gives a generated Secret a `data` map, even an
             // empty one (a ConfigMap without entries gets none).
@@ -400,7 +373,10 @@ mod tests {
                 ("MISSING".into(), "".into()),
             ]
         );
-        assert!(parse_env_file(b"1BAD=x\n", "x.env", &env).is_err());
+        // kubectl kustomize 5.5 checks no key name; an empty key is skipped
+        let pairs = parse_env_file(b"1A=x\nexport B=y\nC =z\n=gone\n", "x.env", &env).unwrap();
+        let keys: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["1A", "export B", "C "]);
     }
 
     #[test]
