@@ -1488,3 +1488,41 @@ fn generator_keys_are_unchecked_and_binary_secret_data_is_the_bytes() {
         "{out}"
     );
 }
+
+// Rule: kustomize's resource factory replaces each `*List` (with `items`)
+// by its items at the end of the file's queue, after the documents still
+// to come; an item is read as a stream of its own, so a `List` item is
+// unwrapped in place, and a lone `List` document is unwrapped when read.
+#[test]
+fn list_items_join_the_end_of_the_file() {
+    let cm = |n: &str| format!("- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: {n}\n");
+    let r = format!(
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - apiVersion: v1\n  kind: FooList\n  items:\n  {}\
+         - apiVersion: v1\n  kind: List\n  items:\n  - apiVersion: v1\n    kind: List\n    items:\n    {}  {}\
+         {}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: z\n",
+        cm("foo-item").replace("\n  ", "\n    "),
+        cm("deep").replace("\n  ", "\n      "),
+        cm("mid").replace("\n  ", "\n    "),
+        cm("y"),
+    );
+    let mut fs = MemFs::new();
+    fs.add_file("/r/kustomization.yaml", "resources: [r.yaml]\n");
+    fs.add_file("/r/r.yaml", r.as_str());
+    let opts = BuildOptions {
+        reorder: Some(krmsync::kustomize::Reorder::None),
+        ..Default::default()
+    };
+    let out = build(Arc::new(fs), Path::new("/r"), &opts)
+        .and_then(|m| m.to_yaml())
+        .unwrap_or_else(|e| panic!("build failed: {e}"));
+    let names: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("  name: "))
+        .collect();
+    assert_eq!(
+        names,
+        ["z", "mid", "\"y\"", "foo-item", "deep"],
+        "{r}\n{out}"
+    );
+}

@@ -59,28 +59,120 @@ pub fn split_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {
     Ok(out)
 }
 
-/// Parses resource YAML (strict: duplicate keys are errors).
-/// [`parse_resources`], with each resource's nulls written as nothing
-/// (see [`Resource::empty_nulls`]; not tracked inside `*List` documents).
+/// The items of a `List` or `ResourceList` document that kyaml's reader
+/// unwraps when it is the only document of its stream (it has `items` or
+/// a `functionConfig`); `None` for any other document.
+fn reader_unwraps(doc: &Value) -> Option<Vec<Value>> {
+    let m = doc.as_map()?;
+    let kind = m.get("kind").and_then(Value::as_str)?;
+    if !matches!(kind, "List" | "ResourceList")
+        || !(m.contains_key("items") || m.contains_key("functionConfig"))
+    {
+        return None;
+    }
+    Some(match m.get("items") {
+        Some(Value::Seq(items)) => items.clone(),
+        _ => Vec::new(),
+    })
+}
+
+/// A stream of resource documents read the way kustomize's resource
+/// factory reads a file: kyaml's reader unwraps a lone `List` document,
+/// then each `*List` with `items` is replaced by its items, which join the
+/// end of the queue (after the documents still to come), each item read
+/// as a stream of its own (so a `List` item is unwrapped in place). A
+/// `*List` without `items` is an ordinary resource; with `items: null` it
+/// is nothing.
+fn factory_split(
+    docs: Vec<parse::MarkedDocument>,
+    file: &str,
+) -> Result<Vec<parse::MarkedDocument>> {
+    let mut queue: std::collections::VecDeque<parse::MarkedDocument> = match docs.as_slice() {
+        [(only, _)] => match reader_unwraps(only) {
+            Some(items) => items.into_iter().map(|v| (v, Vec::new())).collect(),
+            None => docs.into(),
+        },
+        _ => docs.into(),
+    };
+    let mut out = Vec::new();
+    while let Some((d, nulls)) = queue.pop_front() {
+        let m = match d {
+            Value::Null => continue,
+            Value::Map(m) if m.is_empty() => continue,
+            Value::Map(m) => m,
+            other => {
+                return Err(Error::invalid(format!(
+                    "{file}: a resource must be a map, found a {}",
+                    other.type_name()
+                )));
+            }
+        };
+        let is_list = m
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"));
+        if !is_list || !m.contains_key("items") {
+            out.push((Value::Map(m), nulls));
+            continue;
+        }
+        match m.get("items") {
+            Some(Value::Seq(items)) => {
+                for it in items {
+                    match it {
+                        Value::Map(im) if im.is_empty() => {}
+                        Value::Map(_) => match reader_unwraps(it) {
+                            Some(inner) => queue.extend(inner.into_iter().map(|v| (v, Vec::new()))),
+                            None => queue.push_back((it.clone(), Vec::new())),
+                        },
+                        Value::Null => {}
+                        other => {
+                            return Err(Error::invalid(format!(
+                                "{file}: items of a List must be maps, found a {}",
+                                other.type_name()
+                            )));
+                        }
+                    }
+                }
+            }
+            Some(Value::Null) | None => {}
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "{file}: 'items' of a List must be a sequence, found a {}",
+                    other.type_name()
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// [`factory_split`] for parsed documents (patches read as resources).
+pub fn split_stream(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {
+    let docs = docs.into_iter().map(|d| (d, Vec::new())).collect();
+    Ok(factory_split(docs, file)?
+        .into_iter()
+        .map(|(v, _)| v)
+        .collect())
+}
+
+/// Parses resource YAML (strict: duplicate keys are errors), with each
+/// resource's nulls written as nothing (see [`Resource::empty_nulls`]; not
+/// tracked for the items of `*List` documents), in kustomize's order (see
+/// [`factory_split`]).
 pub fn parse_resources_marking(text: &str, file: &str) -> Result<Vec<parse::MarkedDocument>> {
     let docs = parse::parse_documents_strict_marking_empty_nulls(text).map_err(|e| {
         Error::invalid(format!("MalformedYAMLError: {} in File: {file}", e.message))
     })?;
-    let mut out = Vec::new();
-    for (doc, nulls) in docs {
-        let mut values = split_resources(vec![doc], file)?;
-        if values.len() == 1 && !values[0].str_at(&["kind"]).unwrap_or("").ends_with("List") {
-            out.push((values.remove(0), nulls));
-        } else {
-            out.extend(values.into_iter().map(|v| (v, Vec::new())));
-        }
-    }
-    Ok(out)
+    factory_split(docs, file)
 }
 
 pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Value>> {
     let docs = parse::parse_documents_strict(text).map_err(|e| {
         Error::invalid(format!("MalformedYAMLError: {} in File: {file}", e.message))
     })?;
-    split_resources(docs, file)
+    let docs = docs.into_iter().map(|d| (d, Vec::new())).collect();
+    Ok(factory_split(docs, file)?
+        .into_iter()
+        .map(|(v, _)| v)
+        .collect())
 }

@@ -4,7 +4,7 @@
 
 use regex::Regex;
 
-use super::documents::split_resources;
+use super::documents::split_stream;
 use super::error::{Error, Result};
 use super::kustomization::PatchEntry;
 use super::loader::Loader;
@@ -305,7 +305,7 @@ fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
     {
         return None;
     }
-    split_resources(docs, "patch").ok()
+    split_stream(docs, "patch").ok()
 }
 
 /// Loads `patchesStrategicMerge` entries (inline YAML or file paths).
@@ -323,7 +323,7 @@ pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<V
         })?;
         let docs = parse::parse_documents_strict_copy_merge(&text)
             .map_err(|err| Error::invalid(format!("{e}: {}", err.message)))?;
-        out.extend(split_resources(docs, e)?);
+        out.extend(split_stream(docs, e)?);
     }
     Ok(out)
 }
