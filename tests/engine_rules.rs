@@ -1526,3 +1526,62 @@ fn list_items_join_the_end_of_the_file() {
         "{r}\n{out}"
     );
 }
+
+// Rule: `configurations:` are merged into the default field specs the way
+// kustomize merges field specs: a spec counts as present when one with the
+// same path exists whose kind the new one selects, and the lists are then
+// sorted by kind and merged again into the layer's empty configuration. So
+// a file's `metadata/name` of kind Other takes the place of the default
+// `metadata/name` of every kind (nothing else is prefixed), while a spec at
+// another path leaves the defaults alone. The same path with another
+// `create` is a conflict.
+#[test]
+fn configurations_merge_into_the_defaults_like_kustomize() {
+    let d = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  selector:
+    matchLabels: {app: a}
+  template:
+    metadata:
+      labels: {app: a}
+";
+    let build = |c: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    "resources: [d.yaml]\nconfigurations: [c.yaml]\nnamePrefix: p-\ncommonLabels: {l: v}\n",
+                ),
+                ("/r/d.yaml", d),
+                ("/r/c.yaml", c),
+            ],
+            "/r",
+        )
+    };
+    let same_path = build(
+        "namePrefix:\n- path: metadata/name\n  kind: Other\ncommonLabels:\n- path: metadata/labels\n  kind: Foo\n  create: true\n",
+    )
+    .unwrap();
+    assert!(
+        same_path
+            .starts_with("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n"),
+        "{same_path}"
+    );
+    assert!(
+        same_path.contains("      labels:\n        app: a\n        l: v\n"),
+        "{same_path}"
+    );
+    let other_path = build(
+        "namePrefix:\n- path: spec/zzz\n  kind: Other\ncommonLabels:\n- path: spec/zzz\n  kind: Foo\n  create: true\n",
+    )
+    .unwrap();
+    assert!(
+        other_path.contains("metadata:\n  labels:\n    l: v\n  name: p-d\n"),
+        "{other_path}"
+    );
+    let e = build("commonLabels:\n- path: metadata/labels\n  kind: Foo\n").unwrap_err();
+    assert!(e.to_string().contains("conflicting fieldspecs"), "{e}");
+}

@@ -356,52 +356,34 @@ impl TransformerConfig {
         Ok(cfg)
     }
 
-    /// `self` with every non-empty field-spec list of `custom` replacing the
-    /// list of the same name; name references are merged.
-    pub fn overridden_by(&self, custom: &TransformerConfig) -> Result<TransformerConfig> {
-        fn pick(default: &[FieldSpec], custom: &[FieldSpec]) -> Vec<FieldSpec> {
-            if custom.is_empty() {
-                default.to_vec()
-            } else {
-                custom.to_vec()
-            }
-        }
-        let mut out = TransformerConfig {
-            name_prefix: pick(&self.name_prefix, &custom.name_prefix),
-            name_suffix: pick(&self.name_suffix, &custom.name_suffix),
-            common_labels: pick(&self.common_labels, &custom.common_labels),
-            template_labels: pick(&self.template_labels, &custom.template_labels),
-            labels: pick(&self.labels, &custom.labels),
-            common_annotations: pick(&self.common_annotations, &custom.common_annotations),
-            namespace: pick(&self.namespace, &custom.namespace),
-            var_reference: pick(&self.var_reference, &custom.var_reference),
-            name_reference: self.name_reference.clone(),
-            images: pick(&self.images, &custom.images),
-            replicas: pick(&self.replicas, &custom.replicas),
-        };
-        let refs_only = TransformerConfig {
-            name_reference: custom.name_reference.clone(),
-            ..Default::default()
-        };
-        out.merge(&refs_only)?;
-        Ok(out)
-    }
-
-    /// Merges `other` into `self`: new specs are appended; a spec with the
-    /// same GVK and path but a different `create` flag is a conflict.
+    /// Merges `other` into `self` as kustomize's `TransformerConfig.Merge`
+    /// does: a spec is added unless one with its path and a GVK it selects
+    /// is there (another `create` flag is then a conflict), and each list
+    /// is sorted by kind afterwards.
     pub fn merge(&mut self, other: &TransformerConfig) -> Result<()> {
         // Fast paths: nearly every kustomization carries the same (default)
         // configuration, and merging it again changes nothing.
         if self == other {
             return Ok(());
         }
-        if *self == TransformerConfig::default() {
+        if *self == TransformerConfig::default() && *other == **DEFAULTS {
             *self = other.clone();
             return Ok(());
         }
+        // kustomize's FsSlice.MergeAll, then sortFields: an incoming spec
+        // is already there when a spec with its path exists whose GVK the
+        // incoming one selects (so `metadata/name` of kind Foo counts as
+        // present once `metadata/name` of any kind is, and the other way
+        // round); present with another `create` is a conflict. The result
+        // is sorted by kind (kustomize's legacy kind order, then
+        // `group_version_kind`), so which of two such specs stays depends
+        // on the order of their kinds.
         fn merge_list(dst: &mut Vec<FieldSpec>, src: &[FieldSpec]) -> Result<()> {
             for fs in src {
-                match dst.iter().find(|d| d.gvk == fs.gvk && d.path == fs.path) {
+                match dst
+                    .iter()
+                    .find(|d| fs.gvk.selects(&d.gvk) && d.path == fs.path)
+                {
                     Some(d) if d.create != fs.create => {
                         return Err(Error::invalid(format!(
                             "conflicting fieldspecs for path '{}' of {}",
@@ -412,6 +394,9 @@ impl TransformerConfig {
                     None => dst.push(fs.clone()),
                 }
             }
+            dst.sort_by_cached_key(|f| {
+                (super::sort::kind_rank(&f.gvk.kind), f.gvk.legacy_string())
+            });
             Ok(())
         }
         merge_list(&mut self.name_prefix, &other.name_prefix)?;

@@ -38,6 +38,18 @@ pub const DEFAULT_ORDER_LAST: &[&str] = &[
     "ValidatingWebhookConfiguration",
 ];
 
+/// kustomize's type order of a kind (`resid.typeOrders`): negative for
+/// the kinds printed first, positive for those printed last, 0 otherwise.
+pub fn kind_rank(kind: &str) -> i64 {
+    if let Some(i) = DEFAULT_ORDER_FIRST.iter().position(|k| *k == kind) {
+        return i as i64 - DEFAULT_ORDER_FIRST.len() as i64;
+    }
+    if let Some(i) = DEFAULT_ORDER_LAST.iter().position(|k| *k == kind) {
+        return 1 + i as i64;
+    }
+    0
+}
+
 fn gvk_sort_string(g: &Gvk) -> String {
     g.legacy_string()
 }

@@ -271,9 +271,10 @@ impl<'o> Target<'o> {
         self.accumulate_resources(ra)
             .map_err(|e| e.context("accumulating resources"))?;
         // Without `configurations:` a kustomization contributes kustomize's
-        // default field specs. With it, a field-spec list the files define
-        // replaces the default list of that name (observed behaviour of
-        // kustomize 5.5); name references are added to the defaults.
+        // default field specs. With it, the files are merged into the
+        // defaults the way kustomize merges field specs (see
+        // `TransformerConfig::merge`): a file's `metadata/name` of kind Foo
+        // takes the place of the default `metadata/name` of every kind.
         let mut custom = TransformerConfig::default();
         for c in &self.kust.configurations {
             let text = self.loader.read_string(c)?;
@@ -287,7 +288,15 @@ impl<'o> Target<'o> {
         let own = if self.kust.configurations.is_empty() {
             TransformerConfig::shared_defaults()
         } else {
-            Arc::new(TransformerConfig::defaults().overridden_by(&custom)?)
+            {
+                // kustomize merges the defaults and the files, then merges
+                // that into the (empty) configuration of this layer
+                let mut d = TransformerConfig::defaults();
+                d.merge(&custom)?;
+                let mut own = TransformerConfig::default();
+                own.merge(&d)?;
+                Arc::new(own)
+            }
         };
         ra.merge_config(&own)?;
         for crd in &self.kust.crds {
