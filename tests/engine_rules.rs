@@ -1584,4 +1584,11 @@ spec:
     );
     let e = build("commonLabels:\n- path: metadata/labels\n  kind: Foo\n").unwrap_err();
     assert!(e.to_string().contains("conflicting fieldspecs"), "{e}");
+    // read strictly: a repeated key is an error
+    let e = build("commonLabels:\n- path: spec/a\ncommonLabels:\n- path: spec/b\n").unwrap_err();
+    assert!(
+        e.to_string().contains("c.yaml")
+            && e.to_string().contains("\"commonLabels\" already defined"),
+        "{e}"
+    );
 }

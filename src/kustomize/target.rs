@@ -280,6 +280,16 @@ impl<'o> Target<'o> {
             let text = self.loader.read_string(c)?;
             let docs = parse::parse_documents(&text)
                 .map_err(|e| Error::invalid(format!("{c}: {}", e.message)))?;
+            // kustomize reads these with UnmarshalStrict: a repeated key is
+            // an error (the resource reader reports it the same way)
+            if let Err(e) = parse::parse_documents_strict(&text)
+                && e.message.contains("already defined")
+            {
+                return Err(Error::invalid(format!(
+                    "{c}: error converting YAML to JSON: {}",
+                    e.message
+                )));
+            }
             for d in docs {
                 let tc = TransformerConfig::from_value(&d, c)?;
                 custom.merge(&tc)?;
