@@ -1592,3 +1592,50 @@ spec:
         "{e}"
     );
 }
+
+// Rule: a `tagSuffix` applies only without `newTag` and `digest`, and drops
+// the digest; kustomize rewrites each entry's images twice (every
+// `containers` list, then the field specs), so where a default field spec
+// reaches (a Deployment's template) the suffix is added twice, elsewhere
+// (a CronJob's containers) once.
+#[test]
+fn tag_suffix_drops_the_digest_and_repeats_where_field_specs_reach() {
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [r.yaml]\nimages:\n- name: nginx\n  tagSuffix: -x\n",
+            ),
+            (
+                "/r/r.yaml",
+                "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  template:
+    spec:
+      containers:
+      - name: a
+        image: nginx@sha256:0000000000000000000000000000000000000000000000000000000000000000
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: cj
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: a
+            image: nginx:1
+",
+            ),
+        ],
+        "/r",
+    );
+    assert!(out.contains("image: nginx:-x-x\n"), "{out}");
+    assert!(out.contains("image: nginx:1-x\n"), "{out}");
+}

@@ -363,9 +363,10 @@ impl ImageRule {
         } else if !e.digest.is_empty() {
             tag.clear();
             digest = e.digest.clone();
-        }
-        if !e.tag_suffix.is_empty() {
+        } else if !e.tag_suffix.is_empty() {
+            // only without newTag and digest; the digest goes
             tag.push_str(&e.tag_suffix);
+            digest.clear();
         }
         if !tag.is_empty() {
             name.push(':');
@@ -503,7 +504,15 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
         .iter()
         .map(ImageRule::new)
         .collect::<Result<Vec<_>>>()?;
-    let custom = custom_image_specs(specs);
+    // kustomize rewrites each entry's images twice: everywhere a
+    // `containers` list is, then at the field specs (defaults included).
+    // The second pass changes nothing, except for a `tagSuffix`, which is
+    // appended again where a field spec reaches.
+    let custom = if rules.iter().any(|r| !r.entry.tag_suffix.is_empty()) {
+        specs.to_vec()
+    } else {
+        custom_image_specs(specs)
+    };
     let defaults: Vec<&FieldSpec> = specs.iter().filter(|f| !custom.contains(f)).collect();
     let (indexed, rules) = if custom.is_empty() {
         (Some(ImageRules::new(rules)), Vec::new())
