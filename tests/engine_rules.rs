@@ -1639,3 +1639,45 @@ spec:
     assert!(out.contains("image: nginx:-x-x\n"), "{out}");
     assert!(out.contains("image: nginx:1-x\n"), "{out}");
 }
+
+// Rule: kustomize reads a `patches` text both as resources and as JSON
+// operations. Text that gives no resource and reads as null or a list
+// (`[]`, a comment, `---`) qualifies as both: an error. An empty file is a
+// JSON patch of nothing: it needs a target, and then does nothing. In
+// `patchesJson6902`, an empty file or an empty patch is an error.
+#[test]
+fn empty_patch_texts_fail_or_pass_as_kustomize_decides() {
+    let d = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n";
+    let build = |k: &str, p: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [d.yaml]\n{k}"),
+                ),
+                ("/r/d.yaml", d),
+                ("/r/p.yaml", p),
+            ],
+            "/r",
+        )
+    };
+    let targeted = "patches:\n- target: {kind: Deployment}\n  path: p.yaml\n";
+    let untargeted = "patches:\n- path: p.yaml\n";
+    let legacy = "patchesJson6902:\n- target: {group: apps, version: v1, kind: Deployment, name: d}\n  path: p.yaml\n";
+    for p in ["[]", "# only a comment\n", "---\n", "null\n"] {
+        for k in [targeted, untargeted] {
+            let e = build(k, p).unwrap_err().to_string();
+            assert!(
+                e.contains("illegally qualifies as both an SM and JSON patch"),
+                "{p:?}: {e}"
+            );
+        }
+        let e = build(legacy, p).unwrap_err().to_string();
+        assert!(e.contains("patch appears to be empty"), "{p:?}: {e}");
+    }
+    assert_eq!(build(targeted, "").unwrap(), d);
+    let e = build(untargeted, "").unwrap_err().to_string();
+    assert!(e.contains("must specify a target for JSON patch"), "{e}");
+    let e = build(legacy, "").unwrap_err().to_string();
+    assert!(e.contains("empty seems to be empty"), "{e}");
+}

@@ -367,6 +367,12 @@ pub fn apply_strategic_merge_by_id(
     Ok(())
 }
 
+/// Text whose first YAML document is null (nothing, a comment, `~`,
+/// `null`, `---`): what JSON decoding reads as `null`.
+fn reads_as_null(text: &str) -> bool {
+    parse::parse_documents(text).is_ok_and(|docs| docs.first().is_none_or(Value::is_null))
+}
+
 /// Parses RFC 6902 operations from JSON or YAML text.
 fn parse_json_ops(text: &str) -> Option<Value> {
     // Like kustomize (YAML to JSON), only the first document counts.
@@ -404,7 +410,41 @@ pub fn apply_patch_entry(
         Some(t) => Some(Selector::from_value(t, "patches.target").map_err(Error::invalid)?),
         None => None,
     };
-    if let Some(ops) = parse_json_ops(&text) {
+    // kustomize reads the text both ways: as resources (documents that are
+    // all empty, `[]` included, give no patch) and as JSON operations (text
+    // that reads as null or as a list); both succeeding is an error. No
+    // resource patch and no operations is a JSON patch of nothing, which
+    // needs a target.
+    let empty_smp = parse::parse_documents_strict_patch(&text).is_ok_and(|docs| {
+        docs.iter().all(|d| match d {
+            Value::Null => true,
+            Value::Map(m) => m.is_empty(),
+            Value::Seq(s) => s.is_empty(),
+            _ => false,
+        })
+    });
+    let json_ops = parse_json_ops(&text);
+    if empty_smp && !text.is_empty() && (json_ops.is_some() || reads_as_null(&text)) {
+        return Err(Error::invalid(format!(
+            "trouble configuring builtin PatchTransformer: illegally qualifies as both an SM and JSON patch: {}",
+            text.trim()
+        )));
+    }
+    if empty_smp {
+        if target.is_none() {
+            return Err(Error::invalid(format!(
+                "must specify a target for JSON patch {text}"
+            )));
+        }
+        if !text.is_empty() {
+            // `{}`: no resource, and not a list of operations either
+            return Err(Error::invalid(
+                "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(ops) = json_ops {
         let Some(target) = target else {
             return Err(Error::invalid(format!(
                 "must specify a target for JSON patch {text}"
@@ -535,6 +575,22 @@ fn apply_json_ops(m: &mut ResMap, target: &Selector, ops: &Value, schema: &Schem
 /// Applies one `patchesJson6902:` entry.
 pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> Result<()> {
     let text = patch_text(loader, p, "patchesJson6902")?;
+    // kustomize: an empty file is an error, text that reads as null is no
+    // patch, an empty list of operations is an error
+    if text.is_empty() {
+        return Err(Error::invalid(format!(
+            "patch file '{}' empty seems to be empty",
+            p.path
+        )));
+    }
+    let null = reads_as_null(&text);
+    if null || parse_json_ops(&text).is_some_and(|o| o.as_seq().is_some_and(|s| s.is_empty())) {
+        return Err(Error::invalid(format!(
+            "patch appears to be empty; file={}, JsonOp={}",
+            p.path,
+            if null { "null" } else { "[]" }
+        )));
+    }
     let Some(ops) = parse_json_ops(&text) else {
         return Err(Error::invalid(format!(
             "patchesJson6902: the patch must be a list of operations: {text}"
