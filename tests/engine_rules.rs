@@ -1681,3 +1681,46 @@ fn empty_patch_texts_fail_or_pass_as_kustomize_decides() {
     let e = build(legacy, "").unwrap_err().to_string();
     assert!(e.contains("empty seems to be empty"), "{e}");
 }
+
+// Rule: resources and strategic-merge patches are read as kyaml resources:
+// without a name (only a `*List` may go without) a resource file fails
+// with kustomize's message, and such a patch is not a patch at all.
+#[test]
+fn resources_and_patches_need_a_name_unless_lists() {
+    let e = err(
+        &[
+            ("/r/kustomization.yaml", "resources: [x.yaml]\n"),
+            (
+                "/r/x.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: ns\n  labels: {b: c, a: d}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.contains("missing metadata.name in object {{v1 ConfigMap} {{ ns} map[a:d b:c] map[]}}"),
+        "{e}"
+    );
+    let list = ok(
+        &[
+            ("/r/kustomization.yaml", "resources: [x.yaml]\n"),
+            ("/r/x.yaml", "apiVersion: v1\nkind: FooList\nmetadata: {}\n"),
+        ],
+        "/r",
+    );
+    assert!(list.contains("kind: FooList"), "{list}");
+    let e = err(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [d.yaml]\npatches:\n- target: {kind: Deployment}\n  patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    spec:\n      replicas: 3\n",
+            ),
+            (
+                "/r/d.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(e.contains("unable to parse SM or JSON patch"), "{e}");
+}

@@ -305,7 +305,19 @@ fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
     {
         return None;
     }
-    split_stream(docs, "patch").ok()
+    let docs = split_stream(docs, "patch").ok()?;
+    // kustomize reads them as resources: each needs a kind, and a name
+    // unless it is a `*List`
+    docs.iter()
+        .all(|d| {
+            let kind = d.str_at(&["kind"]).unwrap_or("");
+            let named = d
+                .get_path(&["metadata", "name"])
+                .and_then(Value::scalar_to_string)
+                .is_some_and(|n| !n.is_empty());
+            !kind.is_empty() && (named || kind.ends_with("List"))
+        })
+        .then_some(docs)
 }
 
 /// Loads `patchesStrategicMerge` entries (inline YAML or file paths).

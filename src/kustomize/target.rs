@@ -629,6 +629,40 @@ fn check_resource(r: &Resource, file: &str) -> Result<()> {
             "accumulating resources from '{file}': missing Resource metadata: a resource must have a 'kind'"
         )));
     }
+    // kyaml's GetValidatedMetadata: only a `*List` may go without a name
+    let kind = r.obj.str_at(&["kind"]).unwrap_or("");
+    let named = r
+        .obj
+        .get_path(&["metadata", "name"])
+        .and_then(Value::scalar_to_string)
+        .is_some_and(|n| !n.is_empty());
+    if !named && !kind.ends_with("List") {
+        let text = |v: Option<&Value>| v.and_then(Value::scalar_to_string).unwrap_or_default();
+        let go_map = |field: &str| {
+            let entries: Vec<String> = r
+                .obj
+                .get_path(&["metadata", field])
+                .and_then(Value::as_map)
+                .map(|m| {
+                    let mut kv: Vec<String> = m
+                        .iter()
+                        .map(|(k, v)| format!("{k}:{}", text(Some(v))))
+                        .collect();
+                    kv.sort();
+                    kv
+                })
+                .unwrap_or_default();
+            format!("map[{}]", entries.join(" "))
+        };
+        return Err(Error::invalid(format!(
+            "accumulating resources from '{file}': missing metadata.name in object {{{{{} {kind}}} {{{{{} {}}} {} {}}}}}",
+            text(r.obj.get("apiVersion")),
+            text(r.obj.get_path(&["metadata", "name"])),
+            text(r.obj.get_path(&["metadata", "namespace"])),
+            go_map("labels"),
+            go_map("annotations"),
+        )));
+    }
     Ok(())
 }
 
