@@ -574,6 +574,20 @@ const TOP_LEVEL_FIELDS: &[&str] = &[
     "catalogs",
 ];
 
+/// What `kustomize build` (not `localize`) calls an empty kustomization:
+/// it compares the decoded kustomization with an empty one, so nothing but
+/// apiVersion and kind, nulls and empty strings is empty (an empty list or
+/// map is something).
+pub fn is_empty_document(doc: &Value) -> bool {
+    match doc {
+        Value::Null => true,
+        Value::Map(m) => m.iter().all(|(k, v)| {
+            k == "apiVersion" || k == "kind" || v.is_null() || v.as_str().is_some_and(str::is_empty)
+        }),
+        _ => false,
+    }
+}
+
 impl Kustomization {
     /// Decodes a parsed kustomization document. `file` names it in errors.
     pub fn decode(doc: &Value, file: &str) -> Result<Kustomization> {
@@ -784,6 +798,27 @@ mod tests {
         assert_eq!(decode_image_entry(&v).unwrap().new_tag, "1.5");
         let v = parse_documents("name: 12\ncount: 2\n").unwrap().remove(0);
         assert_eq!(decode_replica_entry(&v).unwrap().name, "12");
+    }
+
+    #[test]
+    fn a_kustomization_of_nothing_but_its_type_is_empty() {
+        let doc = |src: &str| {
+            parse_documents(src)
+                .unwrap()
+                .into_iter()
+                .next()
+                .unwrap_or(Value::Null)
+        };
+        for src in [
+            "",
+            "kind: Kustomization\n",
+            "kind: Component\nresources:\nnamePrefix: \"\"\n",
+        ] {
+            assert!(is_empty_document(&doc(src)), "{src}");
+        }
+        // an empty list or map given is something
+        assert!(!is_empty_document(&doc("resources: []\n")));
+        assert!(!is_empty_document(&doc("commonLabels: {}\n")));
     }
 
     #[test]

@@ -209,6 +209,14 @@ impl<'o> Target<'o> {
             .into_iter()
             .find(|d| !d.is_null())
             .unwrap_or(Value::Null);
+        // `kustomize build` refuses a kustomization of nothing but its type
+        // (`kustomize localize` takes it)
+        if super::kustomization::is_empty_document(&doc) {
+            return Err(Error::invalid(format!(
+                "kustomization file '{}' is empty",
+                path.display()
+            )));
+        }
         let kust = Kustomization::decode(&doc, &path.display().to_string())?;
         if !kust.openapi.is_empty() {
             let nested = build_metadata.is_some();
