@@ -144,7 +144,9 @@ fn component_in_resources_is_an_error() {
             ("/r/app/kustomization.yaml", "resources: [../comp]\n"),
             (
                 "/r/comp/kustomization.yaml",
-                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+                // with something in it: a component of nothing but its type
+                // is empty, which kustomize reports first
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nnamePrefix: x-\n",
             ),
         ],
         "/r/app",
