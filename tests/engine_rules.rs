@@ -9,11 +9,21 @@ use krmsync::kustomize::fs::MemFs;
 use krmsync::kustomize::{BuildOptions, build};
 
 fn render(files: &[(&str, &str)], root: &str) -> Result<String, krmsync::kustomize::Error> {
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (*p, c.as_bytes())).collect();
+    render_with(&files, root, &BuildOptions::default())
+}
+
+/// [`render`] with file bytes and build options of the test's own.
+fn render_with(
+    files: &[(&str, &[u8])],
+    root: &str,
+    opts: &BuildOptions,
+) -> Result<String, krmsync::kustomize::Error> {
     let mut fs = MemFs::new();
     for (p, c) in files {
-        fs.add_file(p, *c);
+        fs.add_file(p, c.to_vec());
     }
-    build(Arc::new(fs), Path::new(root), &BuildOptions::default())?.to_yaml()
+    build(Arc::new(fs), Path::new(root), opts)?.to_yaml()
 }
 
 fn ok(files: &[(&str, &str)], root: &str) -> String {
@@ -1467,17 +1477,20 @@ metadata:
 // ConfigMap's binaryData and, byte for byte, into a Secret's data.
 #[test]
 fn generator_keys_are_unchecked_and_binary_secret_data_is_the_bytes() {
-    let mut fs = MemFs::new();
-    fs.add_file(
-        "/r/kustomization.yaml",
-        "configMapGenerator:\n- name: c\n  literals: ['a b=1']\n  envs: [a.env]\n  files: [bin.dat]\n\
-         secretGenerator:\n- name: s\n  files: [bin.dat, '..=bin.dat']\n",
-    );
-    fs.add_file("/r/a.env", "1A=x\nexport B=y\n=gone\n");
-    fs.add_file("/r/bin.dat", vec![0u8, 1, 2, 255, 254]);
-    let out = build(Arc::new(fs), Path::new("/r"), &BuildOptions::default())
-        .and_then(|r| r.to_yaml())
-        .unwrap_or_else(|e| panic!("build failed: {e}"));
+    let out = render_with(
+        &[
+            (
+                "/r/kustomization.yaml",
+                b"configMapGenerator:\n- name: c\n  literals: ['a b=1']\n  envs: [a.env]\n  files: [bin.dat]\n\
+                  secretGenerator:\n- name: s\n  files: [bin.dat, '..=bin.dat']\n",
+            ),
+            ("/r/a.env", b"1A=x\nexport B=y\n=gone\n"),
+            ("/r/bin.dat", &[0u8, 1, 2, 255, 254]),
+        ],
+        "/r",
+        &BuildOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("build failed: {e}"));
     assert!(out.contains("binaryData:\n  bin.dat: AAEC//4=\n"), "{out}");
     assert!(
         out.contains("  1A: x\n  a b: \"1\"\n  export B: \"y\"\n"),
@@ -1506,16 +1519,19 @@ fn list_items_join_the_end_of_the_file() {
         cm("mid").replace("\n  ", "\n    "),
         cm("y"),
     );
-    let mut fs = MemFs::new();
-    fs.add_file("/r/kustomization.yaml", "resources: [r.yaml]\n");
-    fs.add_file("/r/r.yaml", r.as_str());
     let opts = BuildOptions {
         reorder: Some(krmsync::kustomize::Reorder::None),
         ..Default::default()
     };
-    let out = build(Arc::new(fs), Path::new("/r"), &opts)
-        .and_then(|m| m.to_yaml())
-        .unwrap_or_else(|e| panic!("build failed: {e}"));
+    let out = render_with(
+        &[
+            ("/r/kustomization.yaml", b"resources: [r.yaml]\n"),
+            ("/r/r.yaml", r.as_bytes()),
+        ],
+        "/r",
+        &opts,
+    )
+    .unwrap_or_else(|e| panic!("build failed: {e}"));
     let names: Vec<&str> = out
         .lines()
         .filter_map(|l| l.strip_prefix("  name: "))

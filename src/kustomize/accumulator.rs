@@ -73,9 +73,9 @@ impl Accumulator {
 /// Image field specs beyond kustomize's defaults (the defaults are covered
 /// by the search for every `containers` list).
 pub fn custom_image_specs(all: &[FieldSpec]) -> Vec<FieldSpec> {
-    let defaults = TransformerConfig::defaults().images;
+    let defaults = TransformerConfig::shared_defaults();
     all.iter()
-        .filter(|f| !defaults.contains(f))
+        .filter(|f| !defaults.images.contains(f))
         .cloned()
         .collect()
 }

@@ -4,56 +4,77 @@
 //! (resource files), patches and the function runtime (plugin output).
 
 use super::error::{Error, Result};
-use super::yaml::{Value, parse};
+use super::yaml::{Mapping, Value, parse};
 
-/// Splits a YAML stream into resource documents: drops empty documents and
-/// expands `kind: List` (and `*List` with `items`).
-pub fn split_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for d in docs {
-        match d {
-            Value::Null => {}
-            Value::Map(ref m) if m.is_empty() => {}
-            Value::Map(m) => {
-                let is_list = m
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .is_some_and(|k| k.ends_with("List"))
-                    && m.contains_key("items");
-                if is_list {
-                    match m.get("items") {
-                        Some(Value::Seq(items)) => {
-                            for it in items {
-                                match it {
-                                    Value::Map(im) if !im.is_empty() => out.push(it.clone()),
-                                    Value::Map(_) | Value::Null => {}
-                                    other => {
-                                        return Err(Error::invalid(format!(
-                                            "{file}: items of a List must be maps, found a {}",
-                                            other.type_name()
-                                        )));
-                                    }
-                                }
-                            }
-                        }
-                        Some(Value::Null) | None => {}
-                        Some(other) => {
-                            return Err(Error::invalid(format!(
-                                "{file}: 'items' of a List must be a sequence, found a {}",
-                                other.type_name()
-                            )));
-                        }
-                    }
-                } else {
-                    out.push(Value::Map(m));
-                }
-            }
+/// A resource document as a map; `None` for an empty one (null or `{}`).
+fn resource_map(d: Value, file: &str) -> Result<Option<Mapping>> {
+    match d {
+        Value::Null => Ok(None),
+        Value::Map(m) if m.is_empty() => Ok(None),
+        Value::Map(m) => Ok(Some(m)),
+        other => Err(Error::invalid(format!(
+            "{file}: a resource must be a map, found a {}",
+            other.type_name()
+        ))),
+    }
+}
+
+/// The non-empty items of a `*List` document with `items`; `None` for any
+/// other document (a `*List` without `items` is an ordinary resource).
+fn list_items<'m>(m: &'m Mapping, file: &str) -> Result<Option<Vec<&'m Value>>> {
+    let is_list = m
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k.ends_with("List"));
+    if !is_list || !m.contains_key("items") {
+        return Ok(None);
+    }
+    let items = match m.get("items") {
+        Some(Value::Seq(items)) => items,
+        Some(Value::Null) | None => return Ok(Some(Vec::new())),
+        Some(other) => {
+            return Err(Error::invalid(format!(
+                "{file}: 'items' of a List must be a sequence, found a {}",
+                other.type_name()
+            )));
+        }
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            Value::Map(im) if !im.is_empty() => out.push(it),
+            Value::Map(_) | Value::Null => {}
             other => {
                 return Err(Error::invalid(format!(
-                    "{file}: a resource must be a map, found a {}",
+                    "{file}: items of a List must be maps, found a {}",
                     other.type_name()
                 )));
             }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Whether a resource document has a name, or is a `*List` that needs
+/// none (kyaml's `GetValidatedMetadata`).
+pub fn named_or_list(doc: &Value) -> bool {
+    doc.get_path(&["metadata", "name"])
+        .and_then(Value::scalar_to_string)
+        .is_some_and(|n| !n.is_empty())
+        || doc.str_at(&["kind"]).unwrap_or("").ends_with("List")
+}
+
+/// Splits a YAML stream into resource documents: drops empty documents and
+/// expands `kind: List` (and `*List` with `items`) in place.
+pub fn split_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for d in docs {
+        let Some(m) = resource_map(d, file)? else {
+            continue;
+        };
+        match list_items(&m, file)? {
+            Some(items) => out.extend(items.into_iter().cloned()),
+            None => out.push(Value::Map(m)),
         }
     }
     Ok(out)
@@ -96,51 +117,19 @@ fn factory_split(
     };
     let mut out = Vec::new();
     while let Some((d, nulls)) = queue.pop_front() {
-        let m = match d {
-            Value::Null => continue,
-            Value::Map(m) if m.is_empty() => continue,
-            Value::Map(m) => m,
-            other => {
-                return Err(Error::invalid(format!(
-                    "{file}: a resource must be a map, found a {}",
-                    other.type_name()
-                )));
-            }
-        };
-        let is_list = m
-            .get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k.ends_with("List"));
-        if !is_list || !m.contains_key("items") {
-            out.push((Value::Map(m), nulls));
+        let Some(m) = resource_map(d, file)? else {
             continue;
-        }
-        match m.get("items") {
-            Some(Value::Seq(items)) => {
+        };
+        match list_items(&m, file)? {
+            Some(items) => {
                 for it in items {
-                    match it {
-                        Value::Map(im) if im.is_empty() => {}
-                        Value::Map(_) => match reader_unwraps(it) {
-                            Some(inner) => queue.extend(inner.into_iter().map(|v| (v, Vec::new()))),
-                            None => queue.push_back((it.clone(), Vec::new())),
-                        },
-                        Value::Null => {}
-                        other => {
-                            return Err(Error::invalid(format!(
-                                "{file}: items of a List must be maps, found a {}",
-                                other.type_name()
-                            )));
-                        }
+                    match reader_unwraps(it) {
+                        Some(inner) => queue.extend(inner.into_iter().map(|v| (v, Vec::new()))),
+                        None => queue.push_back((it.clone(), Vec::new())),
                     }
                 }
             }
-            Some(Value::Null) | None => {}
-            Some(other) => {
-                return Err(Error::invalid(format!(
-                    "{file}: 'items' of a List must be a sequence, found a {}",
-                    other.type_name()
-                )));
-            }
+            None => out.push((Value::Map(m), nulls)),
         }
     }
     Ok(out)
@@ -170,9 +159,5 @@ pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Value>> {
     let docs = parse::parse_documents_strict(text).map_err(|e| {
         Error::invalid(format!("MalformedYAMLError: {} in File: {file}", e.message))
     })?;
-    let docs = docs.into_iter().map(|d| (d, Vec::new())).collect();
-    Ok(factory_split(docs, file)?
-        .into_iter()
-        .map(|(v, _)| v)
-        .collect())
+    split_stream(docs, file)
 }

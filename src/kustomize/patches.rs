@@ -4,7 +4,7 @@
 
 use regex::Regex;
 
-use super::documents::split_stream;
+use super::documents::{named_or_list, split_stream};
 use super::error::{Error, Result};
 use super::kustomization::PatchEntry;
 use super::loader::Loader;
@@ -286,16 +286,27 @@ fn apply_smp_to(
 /// Parses patch text as strategic-merge documents; `None` when it is not
 /// a stream of maps.
 fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
-    // Strategic-merge patches are read like resources (kyaml); text that
-    // YAML cannot represent as JSON either (a key-less `: value` entry) is
-    // not a patch.
-    let docs = if copy_merge {
+    smp_docs(
+        strict_patch_docs(text, copy_merge),
+        parse::parse_documents(text).is_ok(),
+    )
+}
+
+/// Patch text read like resources (kyaml), `None` when it does not parse.
+fn strict_patch_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
+    if copy_merge {
         parse::parse_documents_strict_copy_merge(text)
     } else {
         parse::parse_documents_strict_patch(text)
     }
-    .ok()?;
-    parse::parse_documents(text).ok()?;
+    .ok()
+}
+
+/// Strategic-merge patches from the strict reading of a patch text;
+/// `lenient_ok`: the text also reads as JSON-able YAML (a key-less
+/// `: value` entry does not, and is not a patch).
+fn smp_docs(docs: Option<Vec<Value>>, lenient_ok: bool) -> Option<Vec<Value>> {
+    let docs = docs.filter(|_| lenient_ok)?;
     if docs.iter().all(Value::is_null) {
         return None;
     }
@@ -309,14 +320,7 @@ fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
     // kustomize reads them as resources: each needs a kind, and a name
     // unless it is a `*List`
     docs.iter()
-        .all(|d| {
-            let kind = d.str_at(&["kind"]).unwrap_or("");
-            let named = d
-                .get_path(&["metadata", "name"])
-                .and_then(Value::scalar_to_string)
-                .is_some_and(|n| !n.is_empty());
-            !kind.is_empty() && (named || kind.ends_with("List"))
-        })
+        .all(|d| d.str_at(&["kind"]).is_some_and(|k| !k.is_empty()) && named_or_list(d))
         .then_some(docs)
 }
 
@@ -379,19 +383,29 @@ pub fn apply_strategic_merge_by_id(
     Ok(())
 }
 
-/// Text whose first YAML document is null (nothing, a comment, `~`,
-/// `null`, `---`): what JSON decoding reads as `null`.
-fn reads_as_null(text: &str) -> bool {
-    parse::parse_documents(text).is_ok_and(|docs| docs.first().is_none_or(Value::is_null))
+/// A patch text as kustomize's YAML-to-JSON decoding sees it (only the
+/// first document counts).
+enum JsonView {
+    /// Not YAML at all.
+    NotYaml,
+    /// Null: nothing, a comment, `~`, `null`, `---`.
+    Null,
+    /// A list: RFC 6902 operations.
+    Ops(Value),
+    /// Anything else (a map, a scalar).
+    Other,
 }
 
-/// Parses RFC 6902 operations from JSON or YAML text.
-fn parse_json_ops(text: &str) -> Option<Value> {
-    // Like kustomize (YAML to JSON), only the first document counts.
-    let docs = parse::parse_documents(text).ok()?;
-    match docs.first() {
-        Some(v @ Value::Seq(_)) => Some(v.clone()),
-        _ => None,
+impl JsonView {
+    fn of(text: &str) -> JsonView {
+        let Ok(mut docs) = parse::parse_documents(text) else {
+            return JsonView::NotYaml;
+        };
+        match docs.drain(..).next() {
+            None | Some(Value::Null) => JsonView::Null,
+            Some(v @ Value::Seq(_)) => JsonView::Ops(v),
+            Some(_) => JsonView::Other,
+        }
     }
 }
 
@@ -426,8 +440,11 @@ pub fn apply_patch_entry(
     // all empty, `[]` included, give no patch) and as JSON operations (text
     // that reads as null or as a list); both succeeding is an error. No
     // resource patch and no operations is a JSON patch of nothing, which
-    // needs a target.
-    let empty_smp = parse::parse_documents_strict_patch(&text).is_ok_and(|docs| {
+    // needs a target. With a target, kustomize applies the patch through
+    // its resource map, which copies labels and annotations as text first.
+    let strict = strict_patch_docs(&text, target.is_some());
+    let json = JsonView::of(&text);
+    let empty_smp = strict.as_ref().is_some_and(|docs| {
         docs.iter().all(|d| match d {
             Value::Null => true,
             Value::Map(m) => m.is_empty(),
@@ -435,8 +452,7 @@ pub fn apply_patch_entry(
             _ => false,
         })
     });
-    let json_ops = parse_json_ops(&text);
-    if empty_smp && !text.is_empty() && (json_ops.is_some() || reads_as_null(&text)) {
+    if empty_smp && !text.is_empty() && matches!(json, JsonView::Null | JsonView::Ops(_)) {
         return Err(Error::invalid(format!(
             "trouble configuring builtin PatchTransformer: illegally qualifies as both an SM and JSON patch: {}",
             text.trim()
@@ -456,7 +472,7 @@ pub fn apply_patch_entry(
         }
         return Ok(());
     }
-    if let Some(ops) = json_ops {
+    if let JsonView::Ops(ops) = json {
         let Some(target) = target else {
             return Err(Error::invalid(format!(
                 "must specify a target for JSON patch {text}"
@@ -464,9 +480,7 @@ pub fn apply_patch_entry(
         };
         return apply_json_ops(m, &target, &ops, schema);
     }
-    // with a target, kustomize applies the patch through its resource map,
-    // which copies labels and annotations as text first
-    let Some(docs) = parse_smp_docs(&text, target.is_some()) else {
+    let Some(docs) = smp_docs(strict, !matches!(json, JsonView::NotYaml)) else {
         return Err(Error::invalid(format!(
             "trouble configuring builtin PatchTransformer: unable to parse SM or JSON patch from [{text}]"
         )));
@@ -595,18 +609,25 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
             p.path
         )));
     }
-    let null = reads_as_null(&text);
-    if null || parse_json_ops(&text).is_some_and(|o| o.as_seq().is_some_and(|s| s.is_empty())) {
-        return Err(Error::invalid(format!(
-            "patch appears to be empty; file={}, JsonOp={}",
-            p.path,
-            if null { "null" } else { "[]" }
-        )));
-    }
-    let Some(ops) = parse_json_ops(&text) else {
-        return Err(Error::invalid(format!(
-            "patchesJson6902: the patch must be a list of operations: {text}"
-        )));
+    let ops = match JsonView::of(&text) {
+        JsonView::Null => {
+            return Err(Error::invalid(format!(
+                "patch appears to be empty; file={}, JsonOp=null",
+                p.path
+            )));
+        }
+        JsonView::Ops(ops) if ops.as_seq().is_some_and(|s| s.is_empty()) => {
+            return Err(Error::invalid(format!(
+                "patch appears to be empty; file={}, JsonOp=[]",
+                p.path
+            )));
+        }
+        JsonView::Ops(ops) => ops,
+        JsonView::NotYaml | JsonView::Other => {
+            return Err(Error::invalid(format!(
+                "patchesJson6902: the patch must be a list of operations: {text}"
+            )));
+        }
     };
     let Some(t) = &p.target else {
         return Err(Error::invalid(format!(

@@ -638,13 +638,8 @@ fn check_resource(r: &Resource, file: &str) -> Result<()> {
         )));
     }
     // kyaml's GetValidatedMetadata: only a `*List` may go without a name
-    let kind = r.obj.str_at(&["kind"]).unwrap_or("");
-    let named = r
-        .obj
-        .get_path(&["metadata", "name"])
-        .and_then(Value::scalar_to_string)
-        .is_some_and(|n| !n.is_empty());
-    if !named && !kind.ends_with("List") {
+    if !super::documents::named_or_list(&r.obj) {
+        let kind = r.obj.str_at(&["kind"]).unwrap_or("");
         let text = |v: Option<&Value>| v.and_then(Value::scalar_to_string).unwrap_or_default();
         let go_map = |field: &str| {
             let entries: Vec<String> = r

@@ -1889,70 +1889,59 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_http_file_over_the_limit_is_refused_and_leaves_nothing() {
-        use wiremock::{Mock, MockServer, ResponseTemplate};
+    /// Localizes `app` whose only resource is `resource` (an https URL
+    /// starting with `prefix`, served through a mirror by a mock server
+    /// answering with `mock`), expecting a failure: its message, and
+    /// whether the destination is left.
+    fn fails_through_mock(mock: wiremock::Mock, prefix: &str, resource: &str) -> (String, bool) {
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let server = rt.block_on(MockServer::start());
-        let big = vec![b'#'; fetch::MAX_FILE_BYTES as usize + 1];
-        rt.block_on(
-            Mock::given(wiremock::matchers::path("/big.yaml"))
-                .respond_with(ResponseTemplate::new(200).set_body_bytes(big))
-                .mount(&server),
-        );
+        let server = rt.block_on(wiremock::MockServer::start());
+        rt.block_on(mock.mount(&server));
         let t = tempfile::tempdir().unwrap();
         let s = std::fs::canonicalize(t.path()).unwrap();
         write(
             &s,
             "app/kustomization.yaml",
-            "resources:\n- https://files.example.com/big.yaml\n",
+            &format!("resources:\n- {resource}\n"),
         );
         let dst = s.join("out");
         let mut o = opts(&s.join("app"), &dst, None);
-        o.mirrors = Mirrors(vec![(
-            "https://files.example.com/".into(),
-            format!("{}/", server.uri()),
-        )]);
+        o.mirrors = Mirrors(vec![(prefix.into(), format!("{}/", server.uri()))]);
         let e = run(&o).unwrap_err();
-        assert!(
-            e.message.contains("big.yaml") && e.message.contains("larger than"),
-            "{}",
-            e.message
+        (e.message, dst.exists())
+    }
+
+    #[test]
+    fn an_http_file_over_the_limit_is_refused_and_leaves_nothing() {
+        use wiremock::{Mock, ResponseTemplate};
+        let big = vec![b'#'; fetch::MAX_FILE_BYTES as usize + 1];
+        let (message, left) = fails_through_mock(
+            Mock::given(wiremock::matchers::path("/big.yaml"))
+                .respond_with(ResponseTemplate::new(200).set_body_bytes(big)),
+            "https://files.example.com/",
+            "https://files.example.com/big.yaml",
         );
-        assert!(!dst.exists());
+        assert!(
+            message.contains("big.yaml") && message.contains("larger than"),
+            "{message}"
+        );
+        assert!(!left);
     }
 
     #[test]
     fn a_repository_url_that_is_no_file_says_so() {
-        use wiremock::{Mock, MockServer, ResponseTemplate};
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let server = rt.block_on(MockServer::start());
-        rt.block_on(
-            Mock::given(wiremock::matchers::any())
-                .respond_with(ResponseTemplate::new(404))
-                .mount(&server),
+        use wiremock::{Mock, ResponseTemplate};
+        let (message, left) = fails_through_mock(
+            Mock::given(wiremock::matchers::any()).respond_with(ResponseTemplate::new(404)),
+            "https://github.com/",
+            "https://github.com/org/repo//deploy?timeout=9",
         );
-        let t = tempfile::tempdir().unwrap();
-        let s = std::fs::canonicalize(t.path()).unwrap();
-        write(
-            &s,
-            "app/kustomization.yaml",
-            "resources:\n- https://github.com/org/repo//deploy?timeout=9\n",
-        );
-        let dst = s.join("out");
-        let mut o = opts(&s.join("app"), &dst, None);
-        o.mirrors = Mirrors(vec![(
-            "https://github.com/".into(),
-            format!("{}/", server.uri()),
-        )]);
-        let e = run(&o).unwrap_err();
         assert!(
-            e.message.contains("as file: URL is a git repository")
-                && e.message.contains("missing ref query string parameter"),
-            "{}",
-            e.message
+            message.contains("as file: URL is a git repository")
+                && message.contains("missing ref query string parameter"),
+            "{message}"
         );
-        assert!(!dst.exists());
+        assert!(!left);
     }
 
     #[test]
