@@ -930,7 +930,6 @@ pub fn main() -> ExitCode {
                 enable_alpha_plugins,
                 enable_exec,
                 enable_managedby_label,
-                env: Some(Arc::new(|k: &str| std::env::var(k).ok())),
                 function_runner,
                 catalog_resolver: Some(Arc::new(resolver)),
             };

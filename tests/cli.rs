@@ -128,3 +128,32 @@ fn reorder_and_managedby_flags() {
         .unwrap();
     assert_ne!(bad.status.code(), Some(0));
 }
+
+// An env-file line without `=` is the key with an empty value, as in
+// kustomize 5.5: the build reads nothing from the environment.
+#[test]
+fn env_file_keys_without_value_do_not_read_the_environment() {
+    let d = scratch("envfile");
+    std::fs::write(
+        d.join("kustomization.yaml"),
+        "configMapGenerator:\n- name: c\n  envs: [a.env]\n  options: {disableNameSuffixHash: true}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("a.env"), "KRMSYNC_TEST_SECRET\nA=1\n").unwrap();
+    let out = krmsync()
+        .arg("build")
+        .arg(&d)
+        .env("KRMSYNC_TEST_SECRET", "leaked")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "apiVersion: v1\ndata:\n  A: \"1\"\n  KRMSYNC_TEST_SECRET: \"\"\nkind: ConfigMap\nmetadata:\n  name: c\n"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

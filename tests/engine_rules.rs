@@ -1740,3 +1740,44 @@ fn resources_and_patches_need_a_name_unless_lists() {
     );
     assert!(e.contains("unable to parse SM or JSON patch"), "{e}");
 }
+
+// Rule: patch text whose first byte is `[` is decoded as strict JSON, with
+// JSON's escapes (`\/`, UTF-16 surrogate pairs); YAML flow syntax, trailing
+// commas and comments there fail. Text that starts otherwise (an inline
+// patch is trimmed first, a file is not) is read as YAML.
+#[test]
+fn patch_text_starting_with_a_bracket_is_strict_json() {
+    let build = |text: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    "resources: [cm.yaml]\npatches:\n- target: {kind: ConfigMap}\n  path: p.json\n",
+                ),
+                ("/r/cm.yaml", PLAIN_CM),
+                ("/r/p.json", text),
+            ],
+            "/r",
+        )
+    };
+    let out = build(r#"[{"op": "add", "path": "/data/x", "value": "a\/b \ud83d\ude80"}]"#).unwrap();
+    assert!(out.contains("  x: \"a/b \\U0001F680\"\n"), "{out}");
+    for bad in [
+        "[{op: add, path: /data/x, value: y}]",
+        r#"[{"op": "add", "path": "/data/x", "value": "a"},]"#,
+        r#"[{"op": "add", "path": "/data/x", "value": "a"}] # c"#,
+        "[{'op': 'add', 'path': '/data/x', 'value': 'a'}]",
+    ] {
+        let e = build(bad).expect_err(bad).to_string();
+        assert!(e.contains("unable to parse SM or JSON patch"), "{bad}: {e}");
+    }
+    // not first: YAML, where `y` is true
+    let out = build(" [{op: add, path: /data/x, value: y}]").unwrap();
+    assert!(out.contains("  x: true\n"), "{out}");
+    let inline = "resources: [cm.yaml]\npatches:\n- target: {kind: ConfigMap}\n  patch: ' [{op: add, path: /data/x, value: y}]'\n";
+    let e = err(
+        &[("/r/kustomization.yaml", inline), ("/r/cm.yaml", PLAIN_CM)],
+        "/r",
+    );
+    assert!(e.contains("unable to parse SM or JSON patch"), "{e}");
+}

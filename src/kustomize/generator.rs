@@ -11,10 +11,6 @@ use super::loader::Loader;
 use super::resource::{Behavior, Resource};
 use super::yaml::{Mapping, Value, to_go_json};
 
-/// Looks up an environment variable for `KEY` lines (no `=`) of env files.
-/// The CLI passes the process environment; the controller passes none.
-pub type EnvLookup<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
-
 /// Which kind a generator makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GenKind {
@@ -74,8 +70,9 @@ fn parse_literal(src: &str) -> Result<(String, String)> {
     }
 }
 
-/// Parses an env file into ordered pairs.
-pub fn parse_env_file(content: &[u8], file: &str, env: EnvLookup) -> Result<Vec<(String, String)>> {
+/// Parses an env file into ordered pairs. A line without `=` is a key with
+/// an empty value: kustomize 5.5 reads no environment.
+pub fn parse_env_file(content: &[u8], file: &str) -> Result<Vec<(String, String)>> {
     let text = std::str::from_utf8(content)
         .map_err(|_| Error::invalid(format!("env file '{file}' is not valid UTF-8")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -88,7 +85,7 @@ pub fn parse_env_file(content: &[u8], file: &str, env: EnvLookup) -> Result<Vec<
         }
         let (key, value) = match line.split_once('=') {
             Some((k, v)) => (k.to_string(), v.to_string()),
-            None => (line.to_string(), env(line).unwrap_or_default()),
+            None => (line.to_string(), String::new()),
         };
         // kustomize checks no key name (its validator's IsEnvVarName is a
         // no-op: `export A`, `1A` or `A ` are keys); a line with an empty
@@ -128,13 +125,13 @@ impl KvData {
     }
 }
 
-fn load_kv(args: &GeneratorArgs, kind: GenKind, loader: &Loader, env: EnvLookup) -> Result<KvData> {
+fn load_kv(args: &GeneratorArgs, kind: GenKind, loader: &Loader) -> Result<KvData> {
     let mut kv = KvData::default();
     for src in &args.envs {
         let content = loader
             .read(src)
             .map_err(|e| e.context(format!("loading KV pairs: env source files: [{src}]")))?;
-        for (k, v) in parse_env_file(&content, src, env)? {
+        for (k, v) in parse_env_file(&content, src)? {
             kv.add(kind, &args.name, k, v)?;
         }
     }
@@ -212,7 +209,6 @@ pub fn generate(
     kind: GenKind,
     global: Option<&GeneratorOptions>,
     loader: &Loader,
-    env: EnvLookup,
 ) -> Result<Resource> {
     if args.name.is_empty() {
         return Err(Error::invalid(format!(
@@ -222,7 +218,7 @@ pub fn generate(
     }
     let behavior = Behavior::parse(&args.behavior)?;
     let opts = merge_options(args.options.as_ref(), global);
-    let kv = load_kv(args, kind, loader, env)?;
+    let kv = load_kv(args, kind, loader)?;
 
     let mut meta = Mapping::new();
     meta.insert("name".into(), Value::from(args.name.as_str()));
@@ -357,11 +353,10 @@ mod tests {
 
     #[test]
     fn env_file_parsing() {
-        let env = |k: &str| (k == "FROM_ENV").then(|| "v".to_string());
+        // a key without `=` has an empty value whatever the environment holds
         let pairs = parse_env_file(
-            b"\xef\xbb\xbf# comment\nA=1\r\n\n  B= spaced \nFROM_ENV\nMISSING\n",
+            b"\xef\xbb\xbf# comment\nA=1\r\n\n  B= spaced \nHOME\nMISSING\n",
             "x.env",
-            &env,
         )
         .unwrap();
         assert_eq!(
@@ -369,12 +364,12 @@ mod tests {
             vec![
                 ("A".into(), "1".into()),
                 ("B".into(), " spaced ".into()),
-                ("FROM_ENV".into(), "v".into()),
+                ("HOME".into(), "".into()),
                 ("MISSING".into(), "".into()),
             ]
         );
         // kubectl kustomize 5.5 checks no key name; an empty key is skipped
-        let pairs = parse_env_file(b"1A=x\nexport B=y\nC =z\n=gone\n", "x.env", &env).unwrap();
+        let pairs = parse_env_file(b"1A=x\nexport B=y\nC =z\n=gone\n", "x.env").unwrap();
         let keys: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["1A", "export B", "C "]);
     }

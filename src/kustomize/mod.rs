@@ -64,9 +64,6 @@ pub enum Reorder {
     None,
 }
 
-/// Looks up environment variables for env-file lines without `=`.
-pub type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
 /// Options of one build.
 #[derive(Clone, Default)]
 pub struct BuildOptions {
@@ -78,8 +75,6 @@ pub struct BuildOptions {
     /// kustomize, without it exec functions are skipped (with a warning).
     pub enable_exec: bool,
     pub enable_managedby_label: bool,
-    /// Environment for env-file lines without `=` (none by default).
-    pub env: Option<EnvFn>,
     /// Runs external plugins (KRM functions, legacy exec plugins). `None`:
     /// every external plugin is refused with an error.
     pub function_runner: Option<Arc<dyn function::FunctionRunner>>,
@@ -96,19 +91,9 @@ impl std::fmt::Debug for BuildOptions {
             .field("enable_alpha_plugins", &self.enable_alpha_plugins)
             .field("enable_exec", &self.enable_exec)
             .field("enable_managedby_label", &self.enable_managedby_label)
-            .field("env", &self.env.is_some())
             .field("function_runner", &self.function_runner.is_some())
             .field("catalog_resolver", &self.catalog_resolver.is_some())
             .finish()
-    }
-}
-
-impl BuildOptions {
-    pub(crate) fn env_lookup(&self) -> EnvFn {
-        match &self.env {
-            Some(e) => e.clone(),
-            None => Arc::new(|_| None),
-        }
     }
 }
 

@@ -383,11 +383,15 @@ pub fn apply_strategic_merge_by_id(
     Ok(())
 }
 
-/// A patch text as kustomize's YAML-to-JSON decoding sees it (only the
-/// first document counts).
+/// A patch text as kustomize's JSON patch decoding sees it: text whose
+/// first byte is `[` is strict JSON (no YAML flow syntax, JSON's escapes);
+/// any other text is YAML converted to JSON, of which only the first
+/// document counts.
 enum JsonView {
     /// Not YAML at all.
     NotYaml,
+    /// Starts with `[` but is not JSON.
+    NotJson,
     /// Null: nothing, a comment, `~`, `null`, `---`.
     Null,
     /// A list: RFC 6902 operations.
@@ -398,6 +402,13 @@ enum JsonView {
 
 impl JsonView {
     fn of(text: &str) -> JsonView {
+        if text.starts_with('[') {
+            // valid JSON that starts with `[` is an array
+            return match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(v) => JsonView::Ops(Value::from(&v)),
+                Err(_) => JsonView::NotJson,
+            };
+        }
         let Ok(mut docs) = parse::parse_documents(text) else {
             return JsonView::NotYaml;
         };
@@ -623,7 +634,7 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
             )));
         }
         JsonView::Ops(ops) => ops,
-        JsonView::NotYaml | JsonView::Other => {
+        JsonView::NotYaml | JsonView::NotJson | JsonView::Other => {
             return Err(Error::invalid(format!(
                 "patchesJson6902: the patch must be a list of operations: {text}"
             )));

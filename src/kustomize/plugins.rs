@@ -228,7 +228,6 @@ pub fn run_generator_entry(
 ) -> Result<Vec<Resource>> {
     let configs = load_configs(t, &[entry])?;
     let mut out = Vec::new();
-    let env = t.opts().env_lookup();
     for cfg in configs {
         let (builtin, kind) = kind_of(&cfg)?;
         if !builtin {
@@ -247,7 +246,7 @@ pub fn run_generator_entry(
                 } else {
                     GenKind::ConfigMap
                 };
-                let mut r = generate(&args, gk, None, t.loader(), &*env)?;
+                let mut r = generate(&args, gk, None, t.loader())?;
                 r.origin =
                     t.config_origin(&kind, cfg.name(), origin.as_ref().map(|o| o.path.as_str()));
                 out.push(r);

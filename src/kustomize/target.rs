@@ -460,14 +460,12 @@ impl<'o> Target<'o> {
     }
 
     fn run_generators(&self, ra: &mut Accumulator) -> Result<()> {
-        let env = self.ctx.opts.env_lookup();
         for args in &self.kust.config_map_generator {
             let mut r = generate(
                 args,
                 GenKind::ConfigMap,
                 self.kust.generator_options.as_ref(),
                 &self.loader,
-                &*env,
             )?;
             r.origin = self.generator_origin("ConfigMapGenerator");
             absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
@@ -478,7 +476,6 @@ impl<'o> Target<'o> {
                 GenKind::Secret,
                 self.kust.generator_options.as_ref(),
                 &self.loader,
-                &*env,
             )?;
             r.origin = self.generator_origin("SecretGenerator");
             absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
