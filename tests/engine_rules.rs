@@ -1781,3 +1781,61 @@ fn patch_text_starting_with_a_bracket_is_strict_json() {
     );
     assert!(e.contains("unable to parse SM or JSON patch"), "{e}");
 }
+
+// Rule: kustomize's last step reads every resource again: a transformer
+// that removed a kind, or a name (not of a `*List`), fails the build, and so
+// does one that gave two resources the same id (a local one too).
+#[test]
+fn transformed_resources_need_a_kind_a_name_and_their_own_id() {
+    let two = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {z: \"1\", a-b: \"2\", a: \"3\"}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n";
+    let local = two.replace(
+        "name: b\n",
+        "name: b\n  annotations: {config.kubernetes.io/local-config: \"true\"}\n",
+    );
+    let build = |ops: &str, resources: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    &format!(
+                        "resources: [r.yaml]\npatches:\n- target: {{kind: ConfigMap}}\n  patch: '{ops}'\n"
+                    ),
+                ),
+                ("/r/r.yaml", resources),
+            ],
+            "/r",
+        )
+    };
+    let e = build(r#"[{"op": "remove", "path": "/kind"}]"#, two)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("missing kind in object {{v1 } {{a } map[a:3 a-b:2 z:1] map[]}}"),
+        "{e}"
+    );
+    let e = build(r#"[{"op": "remove", "path": "/metadata/name"}]"#, two)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing metadata.name in object"), "{e}");
+    for resources in [two, local.as_str()] {
+        let e = build(
+            r#"[{"op": "replace", "path": "/metadata/name", "value": "x"}]"#,
+            resources,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(
+                "may not add resource with an already registered id: ConfigMap.v1.[noGrp]/x.[noNs]"
+            ),
+            "{e}"
+        );
+    }
+    // a `*List` needs no name, and one resource renamed is fine
+    let list = build(
+        r#"[{"op": "replace", "path": "/kind", "value": "FooList"}, {"op": "remove", "path": "/metadata/name"}]"#,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    )
+    .unwrap();
+    assert_eq!(list, "apiVersion: v1\nkind: FooList\nmetadata: {}\n");
+}

@@ -52,7 +52,7 @@ use loader::Loader;
 use openapi::Schema;
 use resource::{Origin, ResMap, Resource};
 use target::{Accumulator, BuildCtx, Target};
-use yaml::Value;
+use yaml::{Mapping, Value};
 
 /// The `--reorder` flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -142,6 +142,59 @@ fn is_local_config(r: &Resource) -> bool {
         == Some("true")
 }
 
+/// kustomize's last step (`IgnoreLocal`): every resource is read again as a
+/// resource, so each needs a kind and, unless it is a `*List`, a name (a
+/// patch or a replacement may have removed them), and they make a new map,
+/// where two resources that transformers gave the same id collide (a local
+/// one too: kustomize's sort finds it). Then the local ones are dropped.
+fn ignore_local(m: ResMap) -> Result<ResMap> {
+    for r in m.resources() {
+        let kind = r.obj.str_at(&["kind"]).unwrap_or_default();
+        let name = r.obj.str_at(&["metadata", "name"]).unwrap_or_default();
+        let missing = if kind.is_empty() {
+            "kind"
+        } else if name.is_empty() && !kind.ends_with("List") {
+            "metadata.name"
+        } else {
+            continue;
+        };
+        return Err(Error::invalid(format!(
+            "missing {missing} in object {}",
+            go_meta(r)
+        )));
+    }
+    let mut out = ResMap::new();
+    for r in m.into_resources() {
+        out.append(r)?;
+    }
+    out.retain(|r| !is_local_config(r));
+    Ok(out)
+}
+
+/// A resource's metadata as kustomize prints it in messages (Go's `%v` of
+/// kyaml's `ResourceMeta`).
+fn go_meta(r: &Resource) -> String {
+    let text = |path: &[&str]| r.obj.str_at(path).unwrap_or_default().to_string();
+    let map = |m: Option<&Mapping>| {
+        let mut pairs: Vec<(&String, &Value)> = m.into_iter().flatten().collect();
+        pairs.sort_by_key(|(k, _)| *k);
+        let pairs: Vec<String> = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}:{}", v.as_str().unwrap_or_default()))
+            .collect();
+        format!("map[{}]", pairs.join(" "))
+    };
+    format!(
+        "{{{{{} {}}} {{{{{} {}}} {} {}}}}}",
+        text(&["apiVersion"]),
+        text(&["kind"]),
+        text(&["metadata", "name"]),
+        text(&["metadata", "namespace"]),
+        map(r.labels()),
+        map(r.annotations())
+    )
+}
+
 /// Builds the kustomization in directory `dir` (absolute) of `fs`.
 pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result<Rendered> {
     let loader = Loader::new(fs, dir, opts.load_restrictor)?;
@@ -155,7 +208,7 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
     add_hashes(&mut m, &builtin)?;
     nameref::fix_name_references(&mut m, &ra.config.name_reference, &builtin)?;
     vars::resolve_vars(&mut m, &ra.vars, &ra.config.var_reference)?;
-    m.retain(|r| !is_local_config(r));
+    let m = ignore_local(m)?;
 
     let mut warnings = ctx.take_warnings();
     let mut resources = m.into_resources();
