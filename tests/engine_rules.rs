@@ -1839,3 +1839,76 @@ fn transformed_resources_need_a_kind_a_name_and_their_own_id() {
     .unwrap();
     assert_eq!(list, "apiVersion: v1\nkind: FooList\nmetadata: {}\n");
 }
+
+// Rule: `patchesJson6902` runs after the name, namespace, label and
+// annotation transformers, on resources that may carry kustomize's internal
+// annotations: a resource renamed, moved to a namespace, generated or
+// recorded for build metadata has a `/metadata/annotations` map to add to;
+// one that only got labels has none. Its inline text is not trimmed.
+#[test]
+fn legacy_json_patches_see_annotations_of_renamed_or_generated_resources() {
+    let patch =
+        "patchesJson6902:\n- target: {version: v1, kind: ConfigMap, name: c}\n  path: p.yaml\n";
+    let add = "- op: add\n  path: /metadata/annotations/j\n  value: x\n";
+    for (kust, works) in [
+        ("resources: [cm.yaml]\nnamePrefix: p-\n", true),
+        ("resources: [cm.yaml]\nnameSuffix: -s\n", true),
+        ("resources: [cm.yaml]\nnamespace: default\n", true),
+        (
+            "resources: [cm.yaml]\nbuildMetadata: [originAnnotations]\n",
+            true,
+        ),
+        (
+            "configMapGenerator:\n- name: c\n  literals: [a=b]\n  options: {disableNameSuffixHash: true}\n",
+            true,
+        ),
+        ("resources: [cm.yaml]\nlabels:\n- pairs: {a: b}\n", false),
+        ("resources: [cm.yaml]\n", false),
+    ] {
+        let k = format!("{kust}{patch}");
+        let got = render(
+            &[
+                ("/r/kustomization.yaml", &k),
+                ("/r/cm.yaml", PLAIN_CM),
+                ("/r/p.yaml", add),
+            ],
+            "/r",
+        );
+        match got {
+            Ok(out) => assert!(
+                works && out.contains("  annotations:\n    j: x\n"),
+                "{k}: {out}"
+            ),
+            Err(e) => assert!(
+                !works && e.to_string().contains("doc is missing path"),
+                "{k}: {e}"
+            ),
+        }
+    }
+    // the whole map is not the user's: a test against {} fails
+    let e = err(
+        &[
+            (
+                "/r/kustomization.yaml",
+                &format!("resources: [cm.yaml]\nnamePrefix: p-\n{patch}"),
+            ),
+            ("/r/cm.yaml", PLAIN_CM),
+            (
+                "/r/p.yaml",
+                "- op: test\n  path: /metadata/annotations\n  value: {}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.contains("testing value /metadata/annotations failed"),
+        "{e}"
+    );
+    // inline text keeps its final newline (`patches:` trims it)
+    let inline = "resources: [cm.yaml]\npatchesJson6902:\n- target: {version: v1, kind: ConfigMap, name: c}\n  patch: |\n    - op: add\n      path: /data/q\n      value: |\n        one\n";
+    let out = ok(
+        &[("/r/kustomization.yaml", inline), ("/r/cm.yaml", PLAIN_CM)],
+        "/r",
+    );
+    assert!(out.contains("  q: |\n    one\n"), "{out}");
+}

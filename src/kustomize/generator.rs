@@ -70,6 +70,37 @@ fn parse_literal(src: &str) -> Result<(String, String)> {
     }
 }
 
+/// Splits a `files:` source into key and path as kustomize does:
+/// `path` (the key is its base name) or `key=path`; more than one `=`, or
+/// an empty key or path, is an error.
+fn parse_file_source(src: &str) -> Result<(String, String)> {
+    match src.split('=').collect::<Vec<_>>().as_slice() {
+        [path] => Ok((go_path_base(path), path.to_string())),
+        ["", path] => Err(Error::invalid(format!(
+            "missing key name for file path \"{path}\" in source \"{src}\""
+        ))),
+        [key, ""] => Err(Error::invalid(format!(
+            "missing file path for key name \"{key}\" in source \"{src}\""
+        ))),
+        [key, path] => Ok((key.to_string(), path.to_string())),
+        _ => Err(Error::invalid(format!(
+            "source \"{src}\" key name or file path contains '='"
+        ))),
+    }
+}
+
+/// Go's `path.Base`: the last element after trailing slashes are removed.
+fn go_path_base(p: &str) -> String {
+    if p.is_empty() {
+        return ".".into();
+    }
+    let t = p.trim_end_matches('/');
+    if t.is_empty() {
+        return "/".into();
+    }
+    t.rsplit('/').next().unwrap_or(t).to_string()
+}
+
 /// Parses an env file into ordered pairs. A line without `=` is a key with
 /// an empty value: kustomize 5.5 reads no environment.
 pub fn parse_env_file(content: &[u8], file: &str) -> Result<Vec<(String, String)>> {
@@ -140,28 +171,8 @@ fn load_kv(args: &GeneratorArgs, kind: GenKind, loader: &Loader) -> Result<KvDat
         kv.add(kind, &args.name, k, v)?;
     }
     for src in &args.files {
-        let (key, path) = match src.split_once('=') {
-            Some((k, p)) => {
-                if k.is_empty() {
-                    return Err(Error::invalid(format!(
-                        "key names or file paths cannot be empty: '{src}'"
-                    )));
-                }
-                (k.to_string(), p.to_string())
-            }
-            None => {
-                let base = std::path::Path::new(src)
-                    .file_name()
-                    .map(|b| b.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                (base, src.clone())
-            }
-        };
-        if path.is_empty() {
-            return Err(Error::invalid(format!(
-                "key names or file paths cannot be empty: '{src}'"
-            )));
-        }
+        let (key, path) = parse_file_source(src)
+            .map_err(|e| e.context(format!("loading KV pairs: file sources: [{src}]")))?;
         let content = loader
             .read(&path)
             .map_err(|e| e.context(format!("loading KV pairs: file sources: [{src}]")))?;
@@ -349,6 +360,30 @@ mod tests {
         assert_eq!(parse_literal("a='x\"").unwrap().1, "'x\"");
         assert!(parse_literal("=x").is_err());
         assert!(parse_literal("novalue").is_err());
+    }
+
+    #[test]
+    fn file_sources_split_like_kustomize() {
+        let ok = |s: &str| parse_file_source(s).unwrap();
+        assert_eq!(ok("d/f"), ("f".into(), "d/f".into()));
+        assert_eq!(ok("d//f/"), ("f".into(), "d//f/".into()));
+        assert_eq!(ok("k=d/f"), ("k".into(), "d/f".into()));
+        for (src, msg) in [
+            (
+                "k=f=g",
+                "source \"k=f=g\" key name or file path contains '='",
+            ),
+            (
+                "=f",
+                "missing key name for file path \"f\" in source \"=f\"",
+            ),
+            (
+                "k=",
+                "missing file path for key name \"k\" in source \"k=\"",
+            ),
+        ] {
+            assert_eq!(parse_file_source(src).unwrap_err().to_string(), msg);
+        }
     }
 
     #[test]

@@ -420,8 +420,14 @@ impl JsonView {
     }
 }
 
+/// The text of a patch entry; kustomize trims the inline text of
+/// `patches:` only.
 fn patch_text(loader: &Loader, p: &PatchEntry, field: &str) -> Result<String> {
-    let inline = p.patch.trim();
+    let inline = if field == "patches" {
+        p.patch.trim()
+    } else {
+        p.patch.as_str()
+    };
     match (inline.is_empty(), p.path.is_empty()) {
         (true, true) => Err(Error::invalid(format!(
             "{field}: must specify one of patch and path"
@@ -648,11 +654,15 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
     let target = Selector::from_value(t, "patchesJson6902.target").map_err(Error::invalid)?;
     let schema = Schema::builtin();
     let hits = select(m, &target, &schema)?;
-    // the legacy field runs on resources without kustomize's internal
-    // annotations: here `/metadata/annotations` exists only when the
-    // resource has annotations (kustomize 5.5 fails on such an add too)
+    // the legacy field runs after the name, namespace, label and annotation
+    // transformers: `/metadata/annotations` exists when the resource has
+    // annotations or kustomize's internal ones (a resource nothing renamed,
+    // generated or recorded has none: kustomize 5.5 fails on such an add)
     for i in hits {
         m.modify(i, |r| {
+            if r.has_internal_annotations() {
+                return json_patch_resource(r, &ops);
+            }
             r.links.clear();
             r.empty_nulls.clear();
             apply_json6902(&mut r.obj, &ops).map_err(|e| {

@@ -267,6 +267,18 @@ impl Resource {
     }
 
     /// Records the current id as a previous id (before a name change).
+    /// Whether kustomize would hold internal annotations on the resource
+    /// (previous ids, prefixes and suffixes, generator options, build
+    /// metadata), so that its `metadata.annotations` map exists.
+    pub fn has_internal_annotations(&self) -> bool {
+        !self.prev_ids.is_empty()
+            || !self.name_prefixes.is_empty()
+            || !self.name_suffixes.is_empty()
+            || self.generated
+            || self.origin.is_some()
+            || !self.transformations.is_empty()
+    }
+
     pub fn store_previous_id(&mut self, schema: &Schema) {
         let mut id = self.cur_id();
         id.namespace = effective_namespace(&id, schema).to_string();
