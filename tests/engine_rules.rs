@@ -1876,7 +1876,7 @@ fn legacy_json_patches_see_annotations_of_renamed_or_generated_resources() {
         );
         match got {
             Ok(out) => assert!(
-                works && out.contains("  annotations:\n    j: x\n"),
+                works && out.contains("\n    j: x\n"),
                 "{k}: {out}"
             ),
             Err(e) => assert!(
@@ -1911,4 +1911,65 @@ fn legacy_json_patches_see_annotations_of_renamed_or_generated_resources() {
         "/r",
     );
     assert!(out.contains("  q: |\n    one\n"), "{out}");
+}
+
+// Rule: `configurations:` files and replacement `path:` files are decoded
+// like sigs.k8s.io/yaml does: only the first document counts, and a
+// configuration is strict (a key that is no field, at any level, fails;
+// field names match without regard to case).
+#[test]
+fn configuration_and_replacement_files_read_their_first_document_strictly() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata: {x: \"1\", y: \"2\", z: \"3\"}\n";
+    let repl = "source: {kind: ConfigMap, fieldPath: data.x}\ntargets:\n- select: {kind: ConfigMap}\n  fieldPaths: [data.y]\n---\nsource: {kind: ConfigMap, fieldPath: data.x}\ntargets:\n- select: {kind: ConfigMap}\n  fieldPaths: [data.z]\n";
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\nreplacements:\n- path: repl.yaml\n",
+            ),
+            ("/r/cm.yaml", cm),
+            ("/r/repl.yaml", repl),
+        ],
+        "/r",
+    );
+    assert!(out.contains("  \"y\": \"1\"\n  z: \"3\"\n"), "{out}");
+    let with_config = |config: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [c.yaml]\nreplicas:\n- name: a\n  count: 5\n",
+                ),
+                ("/r/cm.yaml", &format!("{cm}spec: {{size: 1, other: 1}}\n")),
+                ("/r/c.yaml", config),
+            ],
+            "/r",
+        )
+    };
+    let out = with_config(
+        "replicas:\n- path: spec/size\n  kind: ConfigMap\n---\nreplicas:\n- path: spec/other\n  kind: ConfigMap\n",
+    )
+    .unwrap();
+    assert!(out.contains("spec:\n  other: 1\n  size: 5\n"), "{out}");
+    let out = with_config("REPLICAS:\n- PATH: spec/size\n  Kind: ConfigMap\n").unwrap();
+    assert!(out.contains("size: 5"), "{out}");
+    for (config, field) in [
+        ("foo: []\n", "foo"),
+        ("replicas:\n- path: spec/size\n  foo: 1\n", "foo"),
+        (
+            "replicas:\n- path: spec/size\n  isClusterScoped: true\n",
+            "isClusterScoped",
+        ),
+        ("nameReference:\n- kind: X\n  bar: 1\n", "bar"),
+        (
+            "nameReference:\n- kind: X\n  fieldSpecs:\n  - {path: a, x: 1}\n",
+            "x",
+        ),
+    ] {
+        let e = with_config(config).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("c.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field \"{field}\"")),
+            "{config}: {e}"
+        );
+    }
 }

@@ -206,20 +206,22 @@ pub struct TransformerConfig {
 }
 
 /// Go's JSON decoding matches section names case-insensitively.
+/// The field-spec lists of a transformer configuration.
+const SECTIONS: [&str; 10] = [
+    "namePrefix",
+    "nameSuffix",
+    "commonLabels",
+    "templateLabels",
+    "labels",
+    "commonAnnotations",
+    "namespace",
+    "varReference",
+    "images",
+    "replicas",
+];
+
 fn canonical_section(k: &str) -> String {
-    const NAMES: [&str; 10] = [
-        "namePrefix",
-        "nameSuffix",
-        "commonLabels",
-        "templateLabels",
-        "labels",
-        "commonAnnotations",
-        "namespace",
-        "varReference",
-        "images",
-        "replicas",
-    ];
-    NAMES
+    SECTIONS
         .iter()
         .find(|n| n.eq_ignore_ascii_case(k))
         .map_or_else(|| k.to_string(), |n| n.to_string())
@@ -303,6 +305,29 @@ impl TransformerConfig {
                 "{file}: transformer configuration must be a map"
             )));
         };
+        // kustomize decodes the file strictly: every key must be a field of
+        // its struct (matched without regard to case, as encoding/json does)
+        let known = |keys: &[&str], m: &Mapping| -> Result<()> {
+            match m
+                .keys()
+                .find(|k| !keys.iter().any(|f| f.eq_ignore_ascii_case(k)))
+            {
+                Some(k) => Err(Error::invalid(format!(
+                    "{file}: error unmarshaling JSON: while decoding JSON: json: unknown field \"{k}\""
+                ))),
+                None => Ok(()),
+            }
+        };
+        const SPEC: [&str; 5] = ["group", "version", "kind", "path", "create"];
+        let spec = |item: &Value| -> Result<FieldSpec> {
+            if let Some(im) = item.as_map() {
+                known(&SPEC, im)?;
+            }
+            FieldSpec::from_value(item, file)
+        };
+        let mut sections = SECTIONS.to_vec();
+        sections.push("nameReference");
+        known(&sections, m)?;
         for (k, val) in m {
             let items = match val {
                 Value::Null => continue,
@@ -318,6 +343,7 @@ impl TransformerConfig {
                     let im = item.as_map().ok_or_else(|| {
                         Error::invalid(format!("{file}: nameReference entries must be maps"))
                     })?;
+                    known(&["group", "version", "kind", "fieldSpecs"], im)?;
                     let mut target = Gvk::default();
                     let mut specs = None;
                     for (ik, iv) in im {
@@ -337,11 +363,7 @@ impl TransformerConfig {
                         });
                     }
                     for s in specs.into_iter().flatten() {
-                        add_back_ref(
-                            &mut cfg.name_reference,
-                            target.clone(),
-                            FieldSpec::from_value(s, file)?,
-                        );
+                        add_back_ref(&mut cfg.name_reference, target.clone(), spec(s)?);
                     }
                 }
                 continue;
@@ -350,7 +372,7 @@ impl TransformerConfig {
                 continue;
             };
             for item in items {
-                list.push(FieldSpec::from_value(item, file)?);
+                list.push(spec(item)?);
             }
         }
         Ok(cfg)

@@ -618,9 +618,10 @@ fn replacements(loader: &Loader, m: &mut ResMap, entries: &[Value], lenient: boo
                 let text = loader.read_string(p)?;
                 let docs = parse::parse_documents(&text)
                     .map_err(|err| Error::invalid(format!("{p}: {}", err.message)))?;
-                for d in docs.into_iter().filter(|d| !d.is_null()) {
+                // only the first document counts (sigs.k8s.io/yaml)
+                if let Some(d) = docs.first().filter(|d| !d.is_null()) {
                     reps.extend(
-                        replacement::parse_list(&d)
+                        replacement::parse_list(d)
                             .map_err(|err| Error::invalid(format!("{p}: {err}")))?,
                     );
                 }

@@ -298,8 +298,9 @@ impl<'o> Target<'o> {
                     e.message
                 )));
             }
-            for d in docs {
-                let tc = TransformerConfig::from_value(&d, c)?;
+            // only the first document counts (sigs.k8s.io/yaml)
+            if let Some(d) = docs.first() {
+                let tc = TransformerConfig::from_value(d, c)?;
                 custom.merge(&tc)?;
             }
         }
