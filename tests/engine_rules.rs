@@ -1875,10 +1875,7 @@ fn legacy_json_patches_see_annotations_of_renamed_or_generated_resources() {
             "/r",
         );
         match got {
-            Ok(out) => assert!(
-                works && out.contains("\n    j: x\n"),
-                "{k}: {out}"
-            ),
+            Ok(out) => assert!(works && out.contains("\n    j: x\n"), "{k}: {out}"),
             Err(e) => assert!(
                 !works && e.to_string().contains("doc is missing path"),
                 "{k}: {e}"
@@ -1972,4 +1969,40 @@ fn configuration_and_replacement_files_read_their_first_document_strictly() {
             "{config}: {e}"
         );
     }
+}
+
+// Rule: a scalar that a strategic-merge patch or the replicas transformer
+// writes over a quoted (or block) string keeps that quoting: a number or
+// boolean there comes out as a string. Over a plain string it stays what
+// it is.
+#[test]
+fn scalars_written_over_quoted_strings_stay_strings() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  q: \"3\"\n  p: foo\n  b: |\n    multi\n  c: \"*x\"\n  f: \" lead\"\n  g: \"-\"\n";
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\npatches:\n- patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: a}\n    data: {q: 5, p: 7, b: 8, c: true, f: 9, g: 10}\n",
+            ),
+            ("/r/cm.yaml", cm),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1\ndata:\n  b: \"8\"\n  c: \"true\"\n  f: \"9\"\n  g: \"10\"\n  p: 7\n  q: \"5\"\nkind: ConfigMap\nmetadata:\n  name: a\n"
+    );
+    let deployments = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  replicas: \"2\"\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: b\nspec:\n  replicas: foo\n";
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [d.yaml]\nreplicas:\n- {name: a, count: 3}\n- {name: b, count: 4}\n",
+            ),
+            ("/r/d.yaml", deployments),
+        ],
+        "/r",
+    );
+    assert!(out.contains("  replicas: \"3\"\n"), "{out}");
+    assert!(out.contains("  replicas: 4\n"), "{out}");
 }

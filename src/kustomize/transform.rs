@@ -10,7 +10,7 @@ use super::kustomization::{ImageEntry, ReplicaEntry};
 use super::openapi::Schema;
 use super::resid::Gvk;
 use super::resource::{PathSeg, ResMap, Resource};
-use super::yaml::{Mapping, Value};
+use super::yaml::{Mapping, Value, parse};
 
 /// Kinds whose names never get a prefix or suffix.
 fn skip_name_change(gvk: &Gvk) -> bool {
@@ -597,7 +597,13 @@ pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -
                     continue;
                 }
                 walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
-                    *v = Value::Int(e.count);
+                    // kyaml sets the node's value and keeps its quoting
+                    *v = match v {
+                        Value::String(s) if parse::string_was_quoted(s) => {
+                            Value::String(e.count.to_string())
+                        }
+                        _ => Value::Int(e.count),
+                    };
                     Ok(())
                 })?;
             }

@@ -51,7 +51,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::kustomize::openapi::{Schema, SchemaRef};
 use crate::kustomize::patch::PatchError;
-use crate::kustomize::yaml::{Mapping, Value};
+use crate::kustomize::yaml::{Mapping, Value, parse};
 
 /// The directive key of strategic merge.
 const DIRECTIVE: &str = "$patch";
@@ -178,6 +178,18 @@ impl<'s> Walker<'s> {
                 self.walk_merge_list(src, schema)
             }
             Kind::Seq | Kind::Scalar => Ok(match src {
+                // kyaml keeps the target's quoting on the patch's scalar: a
+                // number or boolean written over a quoted string is a string
+                Src::Pair(Some(Value::String(d)), Some(origin))
+                    if parse::string_was_quoted(&d)
+                        && matches!(
+                            origin,
+                            Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Bool(_)
+                        ) =>
+                {
+                    let text = origin.scalar_to_string().unwrap_or_default();
+                    Res::Val(Value::String(text), Provenance::Origin)
+                }
                 // Scalars and replaced lists: the patch's node wins when
                 // present (a `null` then clears the field).
                 Src::Pair(_, Some(origin)) => Res::Val(origin, Provenance::Origin),

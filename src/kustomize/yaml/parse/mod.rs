@@ -257,6 +257,35 @@ fn parse_strict_with(
     Ok(out)
 }
 
+/// Whether a string read from a resource must have been written quoted or
+/// as a block scalar: as a plain scalar its text would not read back as
+/// this string (go-yaml v3: a null, bool, int or float; an empty, spaced or
+/// multi-line text; a leading indicator; `: ` or ` #` inside). `false` means
+/// it may have been plain.
+pub fn string_was_quoted(s: &str) -> bool {
+    let mut chars = s.chars();
+    let Some(first) = chars.next() else {
+        return true;
+    };
+    let second = chars.next();
+    let last = s.chars().next_back().unwrap_or(first);
+    if s.contains('\n')
+        || first.is_whitespace()
+        || last.is_whitespace()
+        || ",[]{}#&*!|>'\"%@`".contains(first)
+        || ("-?:".contains(first) && second.is_none_or(char::is_whitespace))
+        || s.contains(": ")
+        || s.contains(" #")
+        || last == ':'
+    {
+        return true;
+    }
+    matches!(
+        resolve_plain(false, s).0,
+        RTag::Null | RTag::Bool | RTag::Int | RTag::Float
+    )
+}
+
 /// Renders a value the way Go's `fmt` prints it with `%#v` after kustomize
 /// decoded it into `interface{}` values (`map[string]interface {}{"a":1}`,
 /// `[]interface {}{"x", 1.5}`, `interface {}(nil)`, `+Inf`, ...).
