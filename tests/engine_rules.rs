@@ -2006,3 +2006,28 @@ fn scalars_written_over_quoted_strings_stay_strings() {
     assert!(out.contains("  replicas: \"3\"\n"), "{out}");
     assert!(out.contains("  replicas: 4\n"), "{out}");
 }
+
+// Rule: a generator merging into an existing ConfigMap reads its data as
+// strings: numbers and booleans become their text, null an empty string.
+#[test]
+fn generator_merge_reads_existing_data_as_text() {
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\nconfigMapGenerator:\n- name: cfg\n  behavior: merge\n  literals: [z=1]\n",
+            ),
+            (
+                "/r/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  b: 1\n  e: true\n  f: ~\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        out.starts_with(
+            "apiVersion: v1\ndata:\n  b: \"1\"\n  e: \"true\"\n  f: \"\"\n  z: \"1\"\n"
+        ),
+        "{out}"
+    );
+}

@@ -695,8 +695,20 @@ fn load_openapi(loader: &Loader, spec: &[(String, String)], nested: bool) -> Res
     }
 }
 
+/// A `data` map as kustomize reads it for a merge (kyaml's `GetDataMap`):
+/// each value is its scalar's text, `""` for null, a map or a list.
 fn string_map_of(v: Option<&Value>) -> Mapping {
-    v.and_then(Value::as_map).cloned().unwrap_or_default()
+    v.and_then(Value::as_map)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::Map(_) | Value::Seq(_) => String::new(),
+                other => other.scalar_to_string().unwrap_or_default(),
+            };
+            (k.clone(), Value::String(text))
+        })
+        .collect()
 }
 
 /// Adds a generated resource, honouring its behavior (create/merge/replace).
