@@ -2031,3 +2031,57 @@ fn generator_merge_reads_existing_data_as_text() {
         "{out}"
     );
 }
+
+// Rule: every resource leaves the build with a metadata map: a `*List`
+// without one (or whose metadata a patch removed) gets `metadata: {}`; a
+// null one stays null.
+#[test]
+fn resources_without_metadata_get_an_empty_map() {
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", "resources: [r.yaml]\n"),
+            (
+                "/r/r.yaml",
+                "kind: List\n---\napiVersion: v1\nkind: FooList\nspec: {a: 1}\n---\napiVersion: v1\nkind: BarList\nmetadata: ~\n",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1\nkind: BarList\nmetadata: null\n---\napiVersion: v1\nkind: FooList\nmetadata: {}\nspec:\n  a: 1\n---\nkind: List\nmetadata: {}\n"
+    );
+}
+
+// Rule: a strategic-merge patch may repeat a top-level key (kyaml merges
+// each field once, from its first entry); a repeated key in a map that the
+// target lacks is copied along and fails the build.
+#[test]
+fn strategic_merge_patches_take_the_first_of_repeated_top_level_keys() {
+    let build = |patch: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    "resources: [cm.yaml]\npatches:\n- path: p.yaml\n",
+                ),
+                (
+                    "/r/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: \"1\"}\n",
+                ),
+                ("/r/p.yaml", patch),
+            ],
+            "/r",
+        )
+    };
+    let out = build("apiVersion: v1\nkind: ConfigMap\nkind: ConfigMap\nmetadata: {name: a}\nmetadata: {name: b}\ndata: {x: \"2\"}\ndata: {y: \"3\"}\n").unwrap();
+    assert_eq!(
+        out,
+        "apiVersion: v1\ndata:\n  x: \"2\"\nkind: ConfigMap\nmetadata:\n  name: a\n"
+    );
+    // (kustomize fails when it prints the result, krmsync when it reads
+    // the patch)
+    let nested =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {a: \"1\", a: \"2\"}}\n";
+    assert!(build(nested).is_err());
+}

@@ -164,7 +164,14 @@ fn ignore_local(m: ResMap) -> Result<ResMap> {
         )));
     }
     let mut out = ResMap::new();
-    for r in m.into_resources() {
+    for mut r in m.into_resources() {
+        // kustomize's bookkeeping gives every resource a metadata map (a
+        // `*List` may have none of its own)
+        if let Value::Map(obj) = &mut r.obj
+            && !obj.contains_key("metadata")
+        {
+            obj.insert("metadata".into(), Value::new_map());
+        }
         out.append(r)?;
     }
     out.retain(|r| !is_local_config(r));

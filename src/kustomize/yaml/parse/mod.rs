@@ -207,6 +207,19 @@ fn parse_strict(src: &str, mark: bool, patch: bool) -> Result<Vec<MarkedDocument
     parse_strict_with(src, mark, patch, false)
 }
 
+/// A strategic-merge patch's top-level fields always merge into the target
+/// (kyaml's merge looks each field name up once and finds its first entry),
+/// so a repeated top-level key of a patch is not an error: the first one
+/// counts. A repeated key deeper down is copied along with its map when the
+/// target lacks that map, and fails when the result is read, so those stay
+/// errors.
+fn keep_first_root_keys(root: &mut N) {
+    if let N::Map(es) = root {
+        let mut seen = std::collections::HashSet::new();
+        es.retain(|e| seen.insert((e.key.kind(), e.meta.text(&e.key).to_owned())));
+    }
+}
+
 fn parse_strict_with(
     src: &str,
     mark: bool,
@@ -231,7 +244,10 @@ fn parse_strict_with(
             reader.meta_text = meta_text;
             let mut nulls = Vec::new();
             match reader.next_document() {
-                Ok(Some(doc)) => {
+                Ok(Some(mut doc)) => {
+                    if patch {
+                        keep_first_root_keys(&mut doc.root);
+                    }
                     let v = finish_strict(doc, piece, mark.then_some(&mut nulls))?;
                     break (v, nulls);
                 }
