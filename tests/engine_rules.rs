@@ -2085,3 +2085,54 @@ fn strategic_merge_patches_take_the_first_of_repeated_top_level_keys() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {a: \"1\", a: \"2\"}}\n";
     assert!(build(nested).is_err());
 }
+
+// Rule: a var's objref matches group, version and kind exactly (kustomize's
+// GvknEquals): without its apiVersion it matches no resource.
+#[test]
+fn var_objrefs_need_the_exact_group_version_kind() {
+    let files = |objref: &str| {
+        vec![
+            (
+                "/r/kustomization.yaml".to_string(),
+                format!("resources: [pod.yaml, svc.yaml]\nvars:\n- name: V\n  objref: {objref}\n"),
+            ),
+            (
+                "/r/pod.yaml".to_string(),
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: i\n    command: [echo, $(V)]\n".to_string(),
+            ),
+            (
+                "/r/svc.yaml".to_string(),
+                "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n".to_string(),
+            ),
+        ]
+    };
+    let build = |objref: &str| {
+        let f = files(objref);
+        let refs: Vec<(&str, &str)> = f.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        render(&refs, "/r")
+    };
+    let out = build("{kind: Service, name: svc, apiVersion: v1}").unwrap();
+    assert!(out.contains("- svc\n"), "{out}");
+    for objref in [
+        "{kind: Service, name: svc}",
+        "{kind: Service, name: svc, apiVersion: apps/v1}",
+    ] {
+        let e = build(objref).unwrap_err().to_string();
+        assert!(
+            e.contains("var 'V' cannot be mapped to a field in the set of known resources"),
+            "{objref}: {e}"
+        );
+    }
+    // a name that reads as a number is still a name
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", "resources: [x.yaml]\n"),
+            (
+                "/r/x.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 1\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(out.contains("  name: 1\n"), "{out}");
+}

@@ -64,6 +64,39 @@ pub fn named_or_list(doc: &Value) -> bool {
         || doc.str_at(&["kind"]).unwrap_or("").ends_with("List")
 }
 
+/// A resource's metadata as kustomize prints it in messages (Go's `%v` of
+/// kyaml's `ResourceMeta`): `{{v1 ConfigMap} {{name ns} map[k:v] map[]}}`.
+pub fn go_meta(doc: &Value) -> String {
+    let text = |path: &[&str]| {
+        doc.get_path(path)
+            .and_then(Value::scalar_to_string)
+            .unwrap_or_default()
+    };
+    let map = |field: &str| {
+        let mut pairs: Vec<(&String, &Value)> = doc
+            .get_path(&["metadata", field])
+            .and_then(Value::as_map)
+            .into_iter()
+            .flatten()
+            .collect();
+        pairs.sort_by_key(|(k, _)| *k);
+        let pairs: Vec<String> = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}:{}", v.scalar_to_string().unwrap_or_default()))
+            .collect();
+        format!("map[{}]", pairs.join(" "))
+    };
+    format!(
+        "{{{{{} {}}} {{{{{} {}}} {} {}}}}}",
+        text(&["apiVersion"]),
+        text(&["kind"]),
+        text(&["metadata", "name"]),
+        text(&["metadata", "namespace"]),
+        map("labels"),
+        map("annotations")
+    )
+}
+
 /// Splits a YAML stream into resource documents: drops empty documents and
 /// expands `kind: List` (and `*List` with `items`) in place.
 pub fn split_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {

@@ -52,7 +52,7 @@ use loader::Loader;
 use openapi::Schema;
 use resource::{Origin, ResMap, Resource};
 use target::{Accumulator, BuildCtx, Target};
-use yaml::{Mapping, Value};
+use yaml::Value;
 
 /// The `--reorder` flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -149,18 +149,16 @@ fn is_local_config(r: &Resource) -> bool {
 /// one too: kustomize's sort finds it). Then the local ones are dropped.
 fn ignore_local(m: ResMap) -> Result<ResMap> {
     for r in m.resources() {
-        let kind = r.obj.str_at(&["kind"]).unwrap_or_default();
-        let name = r.obj.str_at(&["metadata", "name"]).unwrap_or_default();
-        let missing = if kind.is_empty() {
+        let missing = if r.kind().is_empty() {
             "kind"
-        } else if name.is_empty() && !kind.ends_with("List") {
+        } else if !documents::named_or_list(&r.obj) {
             "metadata.name"
         } else {
             continue;
         };
         return Err(Error::invalid(format!(
             "missing {missing} in object {}",
-            go_meta(r)
+            documents::go_meta(&r.obj)
         )));
     }
     let mut out = ResMap::new();
@@ -176,30 +174,6 @@ fn ignore_local(m: ResMap) -> Result<ResMap> {
     }
     out.retain(|r| !is_local_config(r));
     Ok(out)
-}
-
-/// A resource's metadata as kustomize prints it in messages (Go's `%v` of
-/// kyaml's `ResourceMeta`).
-fn go_meta(r: &Resource) -> String {
-    let text = |path: &[&str]| r.obj.str_at(path).unwrap_or_default().to_string();
-    let map = |m: Option<&Mapping>| {
-        let mut pairs: Vec<(&String, &Value)> = m.into_iter().flatten().collect();
-        pairs.sort_by_key(|(k, _)| *k);
-        let pairs: Vec<String> = pairs
-            .iter()
-            .map(|(k, v)| format!("{k}:{}", v.as_str().unwrap_or_default()))
-            .collect();
-        format!("map[{}]", pairs.join(" "))
-    };
-    format!(
-        "{{{{{} {}}} {{{{{} {}}} {} {}}}}}",
-        text(&["apiVersion"]),
-        text(&["kind"]),
-        text(&["metadata", "name"]),
-        text(&["metadata", "namespace"]),
-        map(r.labels()),
-        map(r.annotations())
-    )
 }
 
 /// Builds the kustomization in directory `dir` (absolute) of `fs`.

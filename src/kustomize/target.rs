@@ -637,31 +637,9 @@ fn check_resource(r: &Resource, file: &str) -> Result<()> {
     }
     // kyaml's GetValidatedMetadata: only a `*List` may go without a name
     if !super::documents::named_or_list(&r.obj) {
-        let kind = r.obj.str_at(&["kind"]).unwrap_or("");
-        let text = |v: Option<&Value>| v.and_then(Value::scalar_to_string).unwrap_or_default();
-        let go_map = |field: &str| {
-            let entries: Vec<String> = r
-                .obj
-                .get_path(&["metadata", field])
-                .and_then(Value::as_map)
-                .map(|m| {
-                    let mut kv: Vec<String> = m
-                        .iter()
-                        .map(|(k, v)| format!("{k}:{}", text(Some(v))))
-                        .collect();
-                    kv.sort();
-                    kv
-                })
-                .unwrap_or_default();
-            format!("map[{}]", entries.join(" "))
-        };
         return Err(Error::invalid(format!(
-            "accumulating resources from '{file}': missing metadata.name in object {{{{{} {kind}}} {{{{{} {}}} {} {}}}}}",
-            text(r.obj.get("apiVersion")),
-            text(r.obj.get_path(&["metadata", "name"])),
-            text(r.obj.get_path(&["metadata", "namespace"])),
-            go_map("labels"),
-            go_map("annotations"),
+            "accumulating resources from '{file}': missing metadata.name in object {}",
+            super::documents::go_meta(&r.obj)
         )));
     }
     Ok(())
