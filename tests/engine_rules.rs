@@ -2136,3 +2136,56 @@ fn var_objrefs_need_the_exact_group_version_kind() {
     );
     assert!(out.contains("  name: 1\n"), "{out}");
 }
+
+// Rule: a `crds:` file (its first document) is a map of OpenAPI
+// definitions; another shape is an error naming the file (an empty file
+// makes kustomize panic).
+#[test]
+fn crds_files_must_be_maps_of_definitions() {
+    let build = |crd: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    "resources: [cm.yaml]\ncrds: [crd.json]\n",
+                ),
+                (
+                    "/r/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+                ),
+                ("/r/crd.json", crd),
+            ],
+            "/r",
+        )
+    };
+    for ok in [
+        "{\"a\": {\"Schema\": {}}}",
+        "a: null\n",
+        "a: {}\n---\nb: 1\n",
+    ] {
+        assert!(build(ok).is_ok(), "{ok}");
+    }
+    for (bad, msg) in [
+        (
+            "a: b\n",
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type accumulator.OpenAPIDefinition",
+        ),
+        (
+            "{\"a\": [1]}",
+            "json: cannot unmarshal array into Go value of type accumulator.OpenAPIDefinition",
+        ),
+        (
+            "[1]\n",
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type accumulator.nameToApiMap",
+        ),
+        ("", "the file is empty"),
+    ] {
+        let e = build(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "unable to parse open API definition from 'crd.json': {msg}"
+            )),
+            "{bad}: {e}"
+        );
+    }
+}

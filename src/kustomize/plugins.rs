@@ -670,9 +670,42 @@ pub fn config_from_crd(loader: &Loader, file: &str) -> Result<TransformerConfig>
     let text = loader.read_string(file)?;
     let docs = parse::parse_documents(&text)
         .map_err(|e| Error::invalid(format!("{file}: {}", e.message)))?;
+    // kustomize decodes the file (its first document) into a map of
+    // OpenAPI definitions: anything else is an error
+    let go_type = |v: &Value| match v {
+        Value::Null | Value::Map(_) => None,
+        Value::Seq(_) => Some("array"),
+        Value::String(_) => Some("string"),
+        Value::Bool(_) => Some("bool"),
+        _ => Some("number"),
+    };
+    let refuse = |found: &str, into: &str| {
+        let via = if text.starts_with('{') {
+            ""
+        } else {
+            "error unmarshaling JSON: while decoding JSON: "
+        };
+        Error::invalid(format!(
+            "unable to parse open API definition from '{file}': {via}json: cannot unmarshal {found} into Go value of type accumulator.{into}"
+        ))
+    };
+    if text.is_empty() {
+        // kustomize panics on an empty file
+        return Err(Error::invalid(format!(
+            "unable to parse open API definition from '{file}': the file is empty"
+        )));
+    }
     let mut cfg = TransformerConfig::default();
-    for d in docs {
-        let Some(defs) = d.as_map() else { continue };
+    if let Some(d) = docs.first() {
+        if let Some(t) = go_type(d) {
+            return Err(refuse(t, "nameToApiMap"));
+        }
+        let Some(defs) = d.as_map() else {
+            return Ok(cfg);
+        };
+        if let Some(t) = defs.values().find_map(go_type) {
+            return Err(refuse(t, "OpenAPIDefinition"));
+        }
         for (type_name, def) in defs {
             let Some(props) = crd_props(def) else {
                 continue;
