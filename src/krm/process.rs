@@ -89,7 +89,22 @@ pub fn run(run: Run, timeout: Duration, max_output: usize) -> Result<Output, Str
             cmd.pre_exec(move || super::sandbox::apply_in_child(&prepared));
         }
     }
-    let mut child = cmd.spawn().map_err(|e| {
+    // ETXTBSY: the program was written just now (a function binary copied
+    // out of a bundle), and a process another thread is starting may still
+    // hold an inherited copy of its write descriptor until that process
+    // execs. That lasts microseconds: try again.
+    const TEXT_FILE_BUSY: i32 = 26;
+    let mut spawned = cmd.spawn();
+    for attempt in 1..=20u64 {
+        match &spawned {
+            Err(e) if e.raw_os_error() == Some(TEXT_FILE_BUSY) => {
+                std::thread::sleep(Duration::from_millis(5 * attempt));
+                spawned = cmd.spawn();
+            }
+            _ => break,
+        }
+    }
+    let mut child = spawned.map_err(|e| {
         let hint = if run.user.is_some() && e.kind() == std::io::ErrorKind::PermissionDenied {
             " (krmsync runs as root, so the sandbox runs the function as an unprivileged user)"
         } else {

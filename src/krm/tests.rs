@@ -277,3 +277,40 @@ fn container_without_cli_names_the_image() {
         .unwrap_err();
     assert!(e.contains("example.com/fn:1"), "{e}");
 }
+
+#[test]
+fn a_program_still_open_for_writing_starts_once_it_is_closed() {
+    // A function binary written just now can be held open by a process
+    // another thread is starting (an inherited descriptor, until that
+    // process execs): exec then fails with ETXTBSY for a moment.
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().to_path_buf();
+    let program = dir.join("late.sh");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o755)
+        .open(&program)
+        .unwrap();
+    f.write_all(b"#!/bin/sh\necho started\n").unwrap();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        drop(f);
+    });
+    let out = process::run(
+        process::Run {
+            program,
+            env: clean_env(),
+            dir,
+            ..Default::default()
+        },
+        Duration::from_secs(10),
+        1 << 20,
+    )
+    .unwrap();
+    closer.join().unwrap();
+    assert_eq!(out.stdout, b"started\n");
+}
