@@ -205,7 +205,6 @@ pub struct TransformerConfig {
     pub replicas: Vec<FieldSpec>,
 }
 
-/// Go's JSON decoding matches section names case-insensitively.
 /// The field-spec lists of a transformer configuration.
 const SECTIONS: [&str; 10] = [
     "namePrefix",
@@ -220,6 +219,7 @@ const SECTIONS: [&str; 10] = [
     "replicas",
 ];
 
+/// Go's JSON decoding matches section names case-insensitively.
 fn canonical_section(k: &str) -> String {
     SECTIONS
         .iter()

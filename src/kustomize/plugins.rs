@@ -668,6 +668,12 @@ pub fn run_validators(t: &dyn Layer, ra: &mut Accumulator) -> Result<()> {
 /// `x-kubernetes-annotation` an annotation field spec.
 pub fn config_from_crd(loader: &Loader, file: &str) -> Result<TransformerConfig> {
     let text = loader.read_string(file)?;
+    if text.is_empty() {
+        // kustomize panics on an empty file
+        return Err(Error::invalid(format!(
+            "unable to parse open API definition from '{file}': the file is empty"
+        )));
+    }
     let docs = parse::parse_documents(&text)
         .map_err(|e| Error::invalid(format!("{file}: {}", e.message)))?;
     // kustomize decodes the file (its first document) into a map of
@@ -689,12 +695,6 @@ pub fn config_from_crd(loader: &Loader, file: &str) -> Result<TransformerConfig>
             "unable to parse open API definition from '{file}': {via}json: cannot unmarshal {found} into Go value of type accumulator.{into}"
         ))
     };
-    if text.is_empty() {
-        // kustomize panics on an empty file
-        return Err(Error::invalid(format!(
-            "unable to parse open API definition from '{file}': the file is empty"
-        )));
-    }
     let mut cfg = TransformerConfig::default();
     if let Some(d) = docs.first() {
         if let Some(t) = go_type(d) {

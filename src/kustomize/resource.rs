@@ -266,7 +266,6 @@ impl Resource {
         self.obj.set_path(&["kind"], Value::from(kind));
     }
 
-    /// Records the current id as a previous id (before a name change).
     /// Whether kustomize would hold internal annotations on the resource
     /// (previous ids, prefixes and suffixes, generator options, build
     /// metadata), so that its `metadata.annotations` map exists.
@@ -279,6 +278,7 @@ impl Resource {
             || !self.transformations.is_empty()
     }
 
+    /// Records the current id as a previous id (before a name change).
     pub fn store_previous_id(&mut self, schema: &Schema) {
         let mut id = self.cur_id();
         id.namespace = effective_namespace(&id, schema).to_string();

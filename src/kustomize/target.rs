@@ -307,15 +307,13 @@ impl<'o> Target<'o> {
         let own = if self.kust.configurations.is_empty() {
             TransformerConfig::shared_defaults()
         } else {
-            {
-                // kustomize merges the defaults and the files, then merges
-                // that into the (empty) configuration of this layer
-                let mut d = TransformerConfig::defaults();
-                d.merge(&custom)?;
-                let mut own = TransformerConfig::default();
-                own.merge(&d)?;
-                Arc::new(own)
-            }
+            // kustomize merges the defaults and the files, then merges that
+            // into the (empty) configuration of this layer
+            let mut d = TransformerConfig::defaults();
+            d.merge(&custom)?;
+            let mut own = TransformerConfig::default();
+            own.merge(&d)?;
+            Arc::new(own)
         };
         ra.merge_config(&own)?;
         for crd in &self.kust.crds {

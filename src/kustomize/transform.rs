@@ -597,13 +597,7 @@ pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -
                     continue;
                 }
                 walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
-                    // kyaml sets the node's value and keeps its quoting
-                    *v = match v {
-                        Value::String(s) if parse::string_was_quoted(s) => {
-                            Value::String(e.count.to_string())
-                        }
-                        _ => Value::Int(e.count),
-                    };
+                    *v = parse::written_over(v, Value::Int(e.count));
                     Ok(())
                 })?;
             }

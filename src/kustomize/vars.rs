@@ -62,9 +62,7 @@ pub fn merge_vars(m: &mut ResMap, vars: &[VarEntry], known: &mut Vec<VarEntry>) 
         let gvk = Gvk::from_api_version(&v.obj_api_version, &v.obj_kind);
         let matches = m.matching_any_id(|id| {
             id.name == v.obj_name
-                && (gvk.group == id.gvk.group
-                    && gvk.version == id.gvk.version
-                    && gvk.kind == id.gvk.kind)
+                && gvk == id.gvk
                 && (v.obj_namespace.is_empty()
                     || id.effective_namespace() == effective(&v.obj_namespace))
         });

@@ -178,21 +178,16 @@ impl<'s> Walker<'s> {
                 self.walk_merge_list(src, schema)
             }
             Kind::Seq | Kind::Scalar => Ok(match src {
-                // kyaml keeps the target's quoting on the patch's scalar: a
-                // number or boolean written over a quoted string is a string
-                Src::Pair(Some(Value::String(d)), Some(origin))
-                    if parse::string_was_quoted(&d)
-                        && matches!(
-                            origin,
-                            Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Bool(_)
-                        ) =>
-                {
-                    let text = origin.scalar_to_string().unwrap_or_default();
-                    Res::Val(Value::String(text), Provenance::Origin)
-                }
                 // Scalars and replaced lists: the patch's node wins when
-                // present (a `null` then clears the field).
-                Src::Pair(_, Some(origin)) => Res::Val(origin, Provenance::Origin),
+                // present (a `null` then clears the field), keeping the
+                // target's quoting.
+                Src::Pair(dest, Some(origin)) => Res::Val(
+                    match &dest {
+                        Some(d) => parse::written_over(d, origin),
+                        None => origin,
+                    },
+                    Provenance::Origin,
+                ),
                 Src::Pair(Some(dest), None) => Res::Val(dest, Provenance::Dest),
                 Src::Pair(None, None) => Res::Clear,
                 Src::Same(v) => Res::Val(v, Provenance::Dest),

@@ -278,7 +278,7 @@ fn parse_strict_with(
 /// this string (go-yaml v3: a null, bool, int or float; an empty, spaced or
 /// multi-line text; a leading indicator; `: ` or ` #` inside). `false` means
 /// it may have been plain.
-pub fn string_was_quoted(s: &str) -> bool {
+fn string_was_quoted(s: &str) -> bool {
     let mut chars = s.chars();
     let Some(first) = chars.next() else {
         return true;
@@ -300,6 +300,21 @@ pub fn string_was_quoted(s: &str) -> bool {
         resolve_plain(false, s).0,
         RTag::Null | RTag::Bool | RTag::Int | RTag::Float
     )
+}
+
+/// A value written over `dest` in place, as kyaml writes it: the node keeps
+/// its quoting, so a number or boolean written over a string that must have
+/// been quoted (see [`string_was_quoted`]) becomes its text. Anything else
+/// is `new` itself.
+pub fn written_over(dest: &Value, new: Value) -> Value {
+    match (dest, &new) {
+        (Value::String(d), Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Bool(_))
+            if string_was_quoted(d) =>
+        {
+            Value::String(new.scalar_to_string().unwrap_or_default())
+        }
+        _ => new,
+    }
 }
 
 /// Renders a value the way Go's `fmt` prints it with `%#v` after kustomize
