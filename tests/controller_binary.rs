@@ -693,12 +693,22 @@ async fn a_kustomization_deleted_before_its_first_apply_leaves_no_work_directory
     let fake = FakeApi::start().await;
     fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
     // fetched and unpacked, but the render fails: missing.yaml is not there
-    insert_bundle(
-        &fake,
-        NS,
-        "bundle",
-        &[("kustomization.yaml", "resources: [missing.yaml]\n")],
-    );
+    // (a bundle holding a symlink is unpacked to the work directory; others
+    // are rendered from memory)
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tree.path().join("kustomization.yaml"),
+        "resources: [missing.yaml]\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("kustomization.yaml", tree.path().join("link.yaml")).unwrap();
+    let data = krmsync::source::create_bundle(tree.path()).unwrap();
+    fake.insert(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "bundle", "namespace": NS},
+        "binaryData": {"bundle.tar.gz": base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD, &data)},
+    }));
     fake.insert(json!({
         "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
         "metadata": {"name": "broken", "namespace": NS},
@@ -735,4 +745,57 @@ async fn a_kustomization_deleted_before_its_first_apply_leaves_no_work_directory
     let api: kube::Api<krmsync::api::Kustomization> = kube::Api::namespaced(fake.client(), NS);
     api.delete("broken", &Default::default()).await.unwrap();
     wait_for("the work directory to be removed", || !work.exists()).await;
+}
+
+/// A bundle without symlinks is unpacked into memory and rendered from
+/// there: nothing is written to the work directory, and a tree an earlier
+/// render left there (an older controller, a bundle that needed the disk)
+/// is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_bundle_is_rendered_from_memory() {
+    let fake = FakeApi::start().await;
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    insert_bundle(
+        &fake,
+        NS,
+        "bundle",
+        &[
+            ("kustomization.yaml", "resources: [cm.yaml]\n"),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-memory}\n",
+            ),
+        ],
+    );
+    fake.insert(json!({
+        "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+        "metadata": {"name": "app", "namespace": NS},
+        "spec": {"source": {"bundle": {"configMapRef": {"name": "bundle"}}}, "interval": "1h"},
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work").join(format!("{NS}_app"));
+    let stale = work.join("sha256-old").join("tree");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("kustomization.yaml"), "resources: []\n").unwrap();
+    let child = controller_command(&fake, dir.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("log")).unwrap())
+        .spawn()
+        .unwrap();
+    let _ctl = Controller(child);
+    wait_for("the Kustomization to be Ready", || {
+        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "app")
+            .and_then(|k| ready(&k))
+            .is_some_and(|(s, _)| s == "True")
+    })
+    .await;
+    assert!(
+        fake.get("v1", "ConfigMap", Some(NS), "from-memory")
+            .is_some()
+    );
+    assert!(
+        !work.exists(),
+        "nothing is kept in the work directory: {:?}",
+        std::fs::read_dir(&work).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+    );
 }

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use super::context::{CachedRender, Context};
 use super::error::{Error, Failure};
 use super::functions::RenderFunctions;
-use super::render::render_tree_with;
+use super::render::{render_memory_with, render_tree_with};
 use super::{status, storage};
 use crate::api::condition::{
     ConditionType, Reason, remove_condition, set_condition, set_condition_unknown,
@@ -38,7 +38,7 @@ use crate::api::{
 };
 use crate::apply::{Action as ApplyAction, AppliedMemory, Applier, ApplyError, ApplyOptions};
 use crate::catalog::cluster::{ApprovedCatalog, RefusedCatalog};
-use crate::source::{self, Fetched, GitAuth, GitReference};
+use crate::source::{self, GitAuth, GitReference};
 
 /// Workspace key of a Kustomization.
 fn key(k: &Kustomization) -> String {
@@ -372,13 +372,13 @@ async fn pipeline(
     )
     .await
     .map_err(Failure::Source)??;
-    st.last_attempted_revision = Some(fetched.revision.clone());
+    st.last_attempted_revision = Some(fetched.revision().to_string());
 
     // render, unless revision, spec and catalogs are unchanged
     let render_key = {
         let mut h = Sha256::new();
         for part in [
-            fetched.revision.as_str(),
+            fetched.revision(),
             &generation.unwrap_or(0).to_string(),
             &catalogs.key,
         ] {
@@ -399,7 +399,7 @@ async fn pipeline(
         }
         None => {
             let started = Instant::now();
-            let output = render_with_functions(k, ctx, &fetched.dir, &catalogs, deadline).await?;
+            let output = render_with_functions(k, ctx, &fetched, &catalogs, deadline).await?;
             let elapsed = started.elapsed();
             ctx.metrics.render_duration.observe(elapsed.as_secs_f64());
             // written when the output changed (or was never recorded): a
@@ -415,11 +415,11 @@ async fn pipeline(
             }
             let c = Arc::new(CachedRender::pack(
                 render_key,
-                fetched.revision.clone(),
+                fetched.revision().to_string(),
                 &output,
             ));
             ctx.with_memory(&mkey, |m| m.render = Some(c));
-            (output, fetched.revision.clone())
+            (output, fetched.revision().to_string())
         }
     };
     // a Catalog the spec names but cannot use fails the reconcile even when
@@ -767,22 +767,93 @@ const MAX_WARNING_EVENTS: usize = 10;
 /// Catalogs approve. When the render needed an approved binary that is
 /// neither in the bundle nor in the cache, the controller fetches it from
 /// the Catalog's `uri` (verified) and renders once more.
+/// A fetched source: a tree in the workspace (git, http), or the bytes of
+/// an in-cluster bundle, unpacked only when a render needs them.
+enum Source {
+    Tree(source::Fetched),
+    Bundle {
+        revision: String,
+        /// Names the ConfigMap or Secret and key, for messages.
+        origin: String,
+        data: Arc<[u8]>,
+    },
+}
+
+impl Source {
+    fn revision(&self) -> &str {
+        match self {
+            Source::Tree(f) => &f.revision,
+            Source::Bundle { revision, .. } => revision,
+        }
+    }
+}
+
+/// What one render reads.
+#[derive(Clone)]
+enum RenderInput {
+    /// A tree on disk.
+    Dir(std::path::PathBuf),
+    /// A bundle to unpack into memory first, at the path its tree would have
+    /// in the workspace (so messages name the same paths either way).
+    Memory {
+        origin: String,
+        data: Arc<[u8]>,
+        root: std::path::PathBuf,
+    },
+}
+
+/// How one render attempt ended.
+enum Rendered {
+    Done(Result<super::render::RenderOutput, crate::kustomize::Error>),
+    /// The bundle holds symlinks or too much to keep in memory.
+    NeedsDisk,
+}
+
+/// Renders the source. An in-cluster bundle is unpacked into memory and
+/// rendered from there (no disk writes, the common case), unless a Catalog
+/// may approve functions (a function may run a binary from the bundle,
+/// which needs a directory), or it holds symlinks or more than
+/// [`source::MEMORY_BUNDLE_BYTES`]: then it is unpacked into the workspace.
 async fn render_with_functions(
     k: &Kustomization,
     ctx: &Context,
-    dir: &std::path::Path,
+    src: &Source,
     catalogs: &CatalogSet,
     deadline: Instant,
 ) -> Result<super::render::RenderOutput, Failure> {
+    let wkey = key(k);
+    let limits = source_limits(ctx);
+    let mut input = match src {
+        Source::Tree(f) => RenderInput::Dir(f.dir.clone()),
+        Source::Bundle { .. } if !catalogs.approved.is_empty() => {
+            RenderInput::Dir(unpack_to_workspace(ctx, &wkey, src, &limits).await?)
+        }
+        Source::Bundle {
+            revision,
+            origin,
+            data,
+        } => RenderInput::Memory {
+            origin: origin.clone(),
+            data: data.clone(),
+            root: ctx
+                .workspace
+                .tree_path(&wkey, revision)
+                .map_err(|e| Failure::Source(e.to_string()))?,
+        },
+    };
     let mut fetched_binaries = false;
     loop {
+        let bundle_root = match &input {
+            RenderInput::Dir(d) => d.clone(),
+            RenderInput::Memory { root, .. } => root.clone(),
+        };
         let functions = RenderFunctions::new(
             &ctx.settings.functions,
             ctx.metrics.clone(),
             &k.ns(),
             catalogs.approved.clone(),
             catalogs.refused.iter().map(|(r, _)| r.clone()).collect(),
-            dir,
+            &bundle_root,
         );
         // waiting for a render slot counts against spec.timeout too
         let permit = within(
@@ -793,18 +864,49 @@ async fn render_with_functions(
         .await
         .map_err(Failure::Render)?
         .map_err(|e| Failure::Render(e.to_string()))?;
-        let dir = dir.to_path_buf();
+        let job_input = input.clone();
         let path = k.spec.path.clone();
         let tns = k.spec.target_namespace.clone();
         let f = functions.clone();
+        // the unpacked bundle exists only while a render slot is held
         let job = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            render_tree_with(&dir, path.as_deref(), tns.as_deref(), Some(&f))
+            Ok(match job_input {
+                RenderInput::Dir(dir) => Rendered::Done(render_tree_with(
+                    &dir,
+                    path.as_deref(),
+                    tns.as_deref(),
+                    Some(&f),
+                )),
+                RenderInput::Memory { origin, data, root } => {
+                    match source::unpack_bundle_in_memory(&origin, &data, &root, &limits)? {
+                        None => Rendered::NeedsDisk,
+                        Some(tree) => Rendered::Done(render_memory_with(
+                            Arc::new(tree),
+                            &root,
+                            path.as_deref(),
+                            tns.as_deref(),
+                            Some(&f),
+                        )),
+                    }
+                }
+            })
         });
         let result = within(deadline, "rendering", job)
             .await
             .map_err(Failure::Render)?
-            .map_err(|e| Failure::Render(format!("render task: {e}")))?;
+            .map_err(|e| Failure::Render(format!("render task: {e}")))?
+            .map_err(|e: source::SourceError| Failure::Source(e.to_string()))?;
+        let result = match result {
+            Rendered::Done(r) => r,
+            Rendered::NeedsDisk => {
+                input = RenderInput::Dir(unpack_to_workspace(ctx, &wkey, src, &limits).await?);
+                continue;
+            }
+        };
+        if matches!(input, RenderInput::Memory { .. }) {
+            forget_unpacked(ctx, &wkey).await;
+        }
         match result {
             Ok(out) => return Ok(out),
             Err(e) if e.kind == crate::kustomize::ErrorKind::FunctionUnavailable => {
@@ -830,6 +932,56 @@ async fn render_with_functions(
             }
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// The controller's source limits.
+fn source_limits(ctx: &Context) -> source::Limits {
+    source::Limits {
+        allow_insecure: ctx.settings.allow_insecure_sources,
+        ..ctx.settings.limits
+    }
+}
+
+/// Unpacks an in-cluster bundle into the workspace (kept there by revision:
+/// a later render of the same revision reads it again) and returns its tree.
+async fn unpack_to_workspace(
+    ctx: &Context,
+    wkey: &str,
+    src: &Source,
+    limits: &source::Limits,
+) -> Result<std::path::PathBuf, Failure> {
+    let (origin, data) = match src {
+        Source::Tree(f) => return Ok(f.dir.clone()),
+        Source::Bundle { origin, data, .. } => (origin.clone(), data.clone()),
+    };
+    let guard = ctx.workspace.key_lock(wkey).lock_owned().await;
+    let ws = ctx.workspace.clone();
+    let wkey = wkey.to_string();
+    let limits = *limits;
+    tokio::task::spawn_blocking(move || {
+        let _guard = guard;
+        source::unpack_bundle(&ws, &wkey, &origin, &data, &limits)
+    })
+    .await
+    .map_err(|e| Failure::Source(format!("bundle task: {e}")))?
+    .map(|f| f.dir)
+    .map_err(|e| Failure::Source(e.to_string()))
+}
+
+/// A Kustomization rendered from memory needs no tree in the workspace: one
+/// left by an earlier render (an older controller, a bundle that needed the
+/// disk) is removed.
+async fn forget_unpacked(ctx: &Context, wkey: &str) {
+    let Ok(dir) = ctx.workspace.key_dir(wkey) else {
+        return;
+    };
+    if dir.symlink_metadata().is_err() {
+        return;
+    }
+    let _guard = ctx.workspace.key_lock(wkey).lock_owned().await;
+    if let Err(e) = ctx.workspace.remove(wkey) {
+        tracing::warn!(kustomization = %wkey, error = %e, "removing an unpacked tree no longer needed");
     }
 }
 
@@ -980,13 +1132,10 @@ async fn fetch(
     ctx: &Context,
     client: &Client,
     deadline: Instant,
-) -> Result<Fetched, Failure> {
+) -> Result<Source, Failure> {
     let ns = k.ns();
     let wkey = key(k);
-    let limits = source::Limits {
-        allow_insecure: ctx.settings.allow_insecure_sources,
-        ..ctx.settings.limits
-    };
+    let limits = source_limits(ctx);
     let cancel = source::Cancel::new(Some(deadline.into_std()));
     let guard = ctx.workspace.key_lock(&wkey).lock_owned().await;
     let src = &k.spec.source;
@@ -1046,6 +1195,7 @@ async fn fetch(
         })
         .await
         .map_err(|e| Failure::Source(format!("git task: {e}")))?
+        .map(Source::Tree)
         .map_err(|e| Failure::Source(e.to_string()));
     }
     if let Some(h) = &src.http {
@@ -1060,6 +1210,7 @@ async fn fetch(
             &cancel,
         )
         .await
+        .map(Source::Tree)
         .map_err(|e| Failure::Source(e.to_string()));
     }
     if let Some(b) = &src.bundle {
@@ -1093,14 +1244,12 @@ async fn fetch(
         let data = data.ok_or_else(|| {
             Failure::Source(format!("spec.source.bundle.key: {origin} is missing"))
         })?;
-        let ws = ctx.workspace.clone();
-        return tokio::task::spawn_blocking(move || {
-            let _guard = guard;
-            source::unpack_bundle(&ws, &wkey, &origin, &data, &limits)
-        })
-        .await
-        .map_err(|e| Failure::Source(format!("bundle task: {e}")))?
-        .map_err(|e| Failure::Source(e.to_string()));
+        drop(guard);
+        return Ok(Source::Bundle {
+            revision: source::sha256_revision(&data),
+            origin,
+            data: data.into(),
+        });
     }
     Err(Failure::InvalidSpec(
         "spec.source: exactly one of git, http or bundle must be set".into(),

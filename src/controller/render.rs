@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::functions::RenderFunctions;
-use crate::kustomize::fs::{DiskFs, FileSystem, MemFs, OverlayFs, clean};
+use crate::kustomize::fs::{Confined, DiskFs, FileSystem, MemFs, OverlayFs, clean};
 use crate::kustomize::function::{CatalogResolver, FunctionRunner};
 use crate::kustomize::{self, BuildOptions, Error};
 
@@ -48,6 +48,34 @@ pub fn render_tree_with(
         DiskFs::confined(&root)
             .map_err(|e| Error::io(format!("bundle directory '{}': {e}", root.display())))?,
     );
+    render_view(disk, root, path, target_namespace, functions)
+}
+
+/// Renders `root/path` of a bundle held in memory (files below `root`, an
+/// absolute path that is never touched on disk), confined to `root` as a
+/// tree on disk is: the same output, and the same messages as from a tree
+/// unpacked at `root`.
+pub fn render_memory_with(
+    tree: Arc<MemFs>,
+    root: &Path,
+    path: Option<&str>,
+    target_namespace: Option<&str>,
+    functions: Option<&RenderFunctions>,
+) -> Result<RenderOutput, Error> {
+    let root = clean(root);
+    let view: Arc<dyn FileSystem> = Arc::new(Confined::new(tree, &root));
+    render_view(view, root, path, target_namespace, functions)
+}
+
+/// Renders `root/path` of a bundle seen through `disk` (a view confined to
+/// `root`).
+fn render_view(
+    disk: Arc<dyn FileSystem>,
+    root: std::path::PathBuf,
+    path: Option<&str>,
+    target_namespace: Option<&str>,
+    functions: Option<&RenderFunctions>,
+) -> Result<RenderOutput, Error> {
     let rel = path.unwrap_or("").trim_start_matches("./");
     let dir = clean(&root.join(rel));
     if !dir.starts_with(&root) {
@@ -153,6 +181,139 @@ mod tests {
         // nothing was written anywhere
         let entries: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
         assert_eq!(entries.len(), 1);
+    }
+
+    /// A bundle rendered from memory gives what the same bundle unpacked
+    /// to disk at the same path gives: the output, or the error message.
+    #[test]
+    fn memory_and_disk_renders_agree() {
+        let cm =
+            |name: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n");
+        // (what, files, spec.path, spec.targetNamespace)
+        type Case<'a> = (
+            &'a str,
+            Vec<(&'a str, String)>,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
+        let trees: Vec<Case> = vec![
+            (
+                "overlay over a base, generators, patches, components",
+                vec![
+                    ("base/kustomization.yaml", "resources: [cm.yaml]\n".into()),
+                    ("base/cm.yaml", cm("a")),
+                    (
+                        "overlays/prod/kustomization.yaml",
+                        "resources: [../../base]\ncomponents: [../../comp]\n\
+                         namePrefix: p-\npatches: [{path: patch.yaml}]\n\
+                         configMapGenerator: [{name: g, files: [conf/app.properties], envs: [vars.env]}]\n"
+                            .into(),
+                    ),
+                    ("overlays/prod/patch.yaml", format!("{}data: {{k: v}}\n", cm("a"))),
+                    ("overlays/prod/conf/app.properties", "x=1\n".into()),
+                    ("overlays/prod/vars.env", "A=1\nB\n".into()),
+                    (
+                        "comp/kustomization.yaml",
+                        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n\
+                         commonLabels: {c: d}\n"
+                            .into(),
+                    ),
+                ],
+                Some("overlays/prod"),
+                Some("team-a"),
+            ),
+            (
+                "a missing resource",
+                vec![("kustomization.yaml", "resources: [missing.yaml]\n".into())],
+                None,
+                None,
+            ),
+            (
+                "a file outside the kustomization root",
+                vec![
+                    ("app/kustomization.yaml", "resources: [../cm.yaml]\n".into()),
+                    ("cm.yaml", cm("a")),
+                ],
+                Some("app"),
+                None,
+            ),
+            (
+                "a base outside the bundle",
+                vec![("kustomization.yaml", "resources: [../..]\n".into())],
+                None,
+                Some("ns"),
+            ),
+            (
+                "a missing path",
+                vec![("kustomization.yaml", "resources: []\n".into())],
+                Some("nope"),
+                None,
+            ),
+            (
+                "a directory without a kustomization",
+                vec![
+                    ("kustomization.yaml", "resources: [empty]\n".into()),
+                    ("empty/readme.md", "x".into()),
+                ],
+                None,
+                None,
+            ),
+            (
+                "invalid YAML",
+                vec![
+                    ("kustomization.yaml", "resources: [cm.yaml]\n".into()),
+                    ("cm.yaml", "kind: [\n".into()),
+                ],
+                None,
+                None,
+            ),
+            (
+                "a patch file that is missing",
+                vec![
+                    ("kustomization.yaml", "resources: [cm.yaml]\npatches: [{path: p.yaml}]\n".into()),
+                    ("cm.yaml", cm("a")),
+                ],
+                None,
+                None,
+            ),
+        ];
+        for (what, files, path, tns) in trees {
+            let d = tempfile::tempdir().unwrap();
+            let src = d.path().join("src");
+            for (name, text) in &files {
+                let p = src.join(name);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            }
+            let data = crate::source::create_bundle(&src).unwrap();
+            // canonical: a disk render resolves symlinks in the root path
+            let root = std::fs::canonicalize(d.path())
+                .unwrap()
+                .join("work/ns_app/rev/tree");
+            let limits = crate::source::Limits::default();
+            crate::source::unpack_tar_gz(&data, &root, &limits).unwrap();
+            let mem =
+                crate::source::unpack_bundle_in_memory("ConfigMap ns/b", &data, &root, &limits)
+                    .unwrap()
+                    .expect("kept in memory");
+            let on_disk = render_tree(&root, path, tns)
+                .map(|o| o.yaml)
+                .map_err(|e| e.to_string());
+            let in_memory = render_memory_with(Arc::new(mem), &root, path, tns, None)
+                .map(|o| o.yaml)
+                .map_err(|e| e.to_string());
+            assert_eq!(in_memory, on_disk, "{what}");
+            if what.starts_with("overlay") {
+                assert!(
+                    on_disk
+                        .as_ref()
+                        .is_ok_and(|y| y.contains("namespace: team-a")),
+                    "{on_disk:?}"
+                );
+            } else {
+                assert!(on_disk.is_err(), "{what}: {on_disk:?}");
+            }
+        }
     }
 
     #[test]

@@ -138,6 +138,59 @@ impl FileSystem for DiskFs {
     }
 }
 
+/// A view that refuses every path outside `root`, as [`DiskFs::confined`]
+/// does on disk, with the same message: for an in-memory tree standing where
+/// a confined directory would (the controller renders small bundles from
+/// memory at the path their tree would have on disk).
+pub struct Confined {
+    inner: std::sync::Arc<dyn FileSystem>,
+    root: PathBuf,
+}
+
+impl Confined {
+    /// `root` must be absolute.
+    pub fn new(inner: std::sync::Arc<dyn FileSystem>, root: &Path) -> Confined {
+        Confined {
+            inner,
+            root: clean(root),
+        }
+    }
+
+    fn check(&self, path: &Path) -> io::Result<PathBuf> {
+        let real = clean(path);
+        if !real.starts_with(&self.root) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "'{}' resolves to '{}', outside the confined root '{}'",
+                    path.display(),
+                    real.display(),
+                    self.root.display()
+                ),
+            ));
+        }
+        Ok(real)
+    }
+}
+
+impl FileSystem for Confined {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.inner.read(&self.check(path)?)
+    }
+
+    fn kind(&self, path: &Path) -> Option<FileKind> {
+        self.inner.kind(&self.check(path).ok()?)
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.inner.read_dir(&self.check(path)?)
+    }
+
+    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+        self.inner.real_path(&self.check(path)?)
+    }
+}
+
 /// An in-memory tree of files. Directories exist implicitly (every parent
 /// of a file) or explicitly ([`MemFs::add_dir`]); symbolic links are not
 /// modelled, so `real_path` is the cleaned path.

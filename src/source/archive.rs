@@ -2,6 +2,7 @@
 //! bundles. Also home of [`SafeWriter`], the checked writer the git checkout
 //! uses too.
 
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Cancel, Fetched, Limits, SourceError, Workspace, io_err, sha256_revision};
+use crate::kustomize::fs::MemFs;
 
 /// Writes a tree below `root`, refusing anything that could escape it and
 /// enforcing [`Limits::max_files`] and [`Limits::max_unpacked_bytes`].
@@ -24,8 +26,9 @@ use super::{Cancel, Fetched, Limits, SourceError, Workspace, io_err, sha256_revi
 /// With a [`Cancel`] ([`SafeWriter::with_cancel`]) every entry and every
 /// read of file content first checks it and stops with
 /// [`SourceError::Cancelled`].
-pub(crate) struct SafeWriter {
+pub(crate) struct SafeWriter<S: Sink = DiskSink> {
     root: PathBuf,
+    sink: S,
     limits: Limits,
     entries: usize,
     bytes: u64,
@@ -35,7 +38,220 @@ pub(crate) struct SafeWriter {
     cancel: Option<Cancel>,
 }
 
-impl SafeWriter {
+/// What a path below the root holds, as [`Sink::probe`] reports it (not
+/// following a final symlink).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    Missing,
+    Dir,
+    Symlink,
+    Other,
+}
+
+/// Where a [`SafeWriter`] puts the tree: the disk ([`DiskSink`]) or memory
+/// ([`MemSink`]). Paths are the root joined with checked components; the
+/// writer does every check, a sink only stores.
+pub(crate) trait Sink {
+    /// An open file being written.
+    type File: Write;
+    fn probe(&self, p: &Path) -> io::Result<Probe>;
+    fn create_dir(&mut self, p: &Path) -> io::Result<()>;
+    fn remove_file(&mut self, p: &Path) -> io::Result<()>;
+    fn create_file(&mut self, p: &Path, mode: u32) -> io::Result<Self::File>;
+    /// Completes a file returned by `create_file`.
+    fn finish_file(&mut self, p: &Path, f: Self::File, mode: u32) -> Result<(), SourceError>;
+    fn symlink(&mut self, p: &Path, target: &Path) -> io::Result<()>;
+}
+
+/// The disk: files get their mode, directories 0755.
+#[derive(Debug, Default)]
+pub(crate) struct DiskSink;
+
+impl Sink for DiskSink {
+    type File = fs::File;
+
+    fn probe(&self, p: &Path) -> io::Result<Probe> {
+        match p.symlink_metadata() {
+            Ok(m) if m.file_type().is_symlink() => Ok(Probe::Symlink),
+            Ok(m) if m.is_dir() => Ok(Probe::Dir),
+            Ok(_) => Ok(Probe::Other),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Probe::Missing),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn create_dir(&mut self, p: &Path) -> io::Result<()> {
+        fs::create_dir(p)?;
+        fs::set_permissions(p, fs::Permissions::from_mode(0o755))
+    }
+
+    fn remove_file(&mut self, p: &Path) -> io::Result<()> {
+        fs::remove_file(p)
+    }
+
+    fn create_file(&mut self, p: &Path, mode: u32) -> io::Result<fs::File> {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(p)
+    }
+
+    fn finish_file(&mut self, p: &Path, mut f: fs::File, mode: u32) -> Result<(), SourceError> {
+        f.flush()
+            .map_err(|e| io_err(format!("writing {}", p.display()), e))?;
+        set_mode(p, mode)
+    }
+
+    fn symlink(&mut self, p: &Path, target: &Path) -> io::Result<()> {
+        std::os::unix::fs::symlink(target, p)
+    }
+}
+
+/// Memory: regular files and directories go into a [`MemFs`] at the
+/// writer's root. A symlink is only noted ([`MemSink::has_symlinks`]): the
+/// in-memory view does not model them, so such a tree is unpacked to disk
+/// instead.
+/// File content beyond `cap` bytes in all is refused (and noted in `over`).
+#[derive(Debug)]
+pub(crate) struct MemSink {
+    fs: MemFs,
+    files: HashSet<PathBuf>,
+    dirs: HashSet<PathBuf>,
+    links: HashSet<PathBuf>,
+    /// Content bytes kept so far, and at most.
+    kept: u64,
+    cap: u64,
+    over: Arc<AtomicBool>,
+}
+
+impl MemSink {
+    fn new(cap: u64) -> MemSink {
+        MemSink {
+            fs: MemFs::new(),
+            files: HashSet::new(),
+            dirs: HashSet::new(),
+            links: HashSet::new(),
+            kept: 0,
+            cap,
+            over: Arc::default(),
+        }
+    }
+
+    pub(crate) fn has_symlinks(&self) -> bool {
+        !self.links.is_empty()
+    }
+
+    /// Whether more content came than the sink may keep.
+    pub(crate) fn over_cap(&self) -> bool {
+        self.over.load(Ordering::Relaxed)
+    }
+}
+
+/// A file being written into memory, failing past what the sink may keep.
+pub(crate) struct MemFile {
+    buf: Vec<u8>,
+    left: u64,
+    over: Arc<AtomicBool>,
+}
+
+impl Write for MemFile {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.len() as u64 > self.left {
+            self.over.store(true, Ordering::Relaxed);
+            return Err(io::Error::other("more content than is kept in memory"));
+        }
+        self.left -= data.len() as u64;
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Sink for MemSink {
+    type File = MemFile;
+
+    fn probe(&self, p: &Path) -> io::Result<Probe> {
+        Ok(if self.links.contains(p) {
+            Probe::Symlink
+        } else if self.dirs.contains(p) {
+            Probe::Dir
+        } else if self.files.contains(p) {
+            Probe::Other
+        } else {
+            Probe::Missing
+        })
+    }
+
+    fn create_dir(&mut self, p: &Path) -> io::Result<()> {
+        self.dirs.insert(p.to_path_buf());
+        self.fs.add_dir(p);
+        Ok(())
+    }
+
+    fn remove_file(&mut self, p: &Path) -> io::Result<()> {
+        // the file is replaced by the next `finish_file` of this path
+        self.files.remove(p);
+        Ok(())
+    }
+
+    fn create_file(&mut self, _p: &Path, _mode: u32) -> io::Result<MemFile> {
+        Ok(MemFile {
+            buf: Vec::new(),
+            left: self.cap.saturating_sub(self.kept),
+            over: self.over.clone(),
+        })
+    }
+
+    fn finish_file(&mut self, p: &Path, f: MemFile, _mode: u32) -> Result<(), SourceError> {
+        self.kept += f.buf.len() as u64;
+        self.files.insert(p.to_path_buf());
+        self.fs.add_file(p, f.buf);
+        Ok(())
+    }
+
+    fn symlink(&mut self, p: &Path, _target: &Path) -> io::Result<()> {
+        self.links.insert(p.to_path_buf());
+        Ok(())
+    }
+}
+
+impl SafeWriter<MemSink> {
+    /// A writer into memory, rooted at `root` (an absolute path; nothing is
+    /// read from or written to the disk).
+    /// At most `cap` bytes of content are kept: past them, writing fails
+    /// and [`MemSink::over_cap`] tells.
+    pub(crate) fn in_memory(
+        root: &Path,
+        limits: &Limits,
+        origin: &str,
+        cap: u64,
+    ) -> SafeWriter<MemSink> {
+        let mut sink = MemSink::new(cap);
+        sink.dirs.insert(root.to_path_buf());
+        sink.fs.add_dir(root);
+        SafeWriter {
+            root: root.to_path_buf(),
+            sink,
+            limits: *limits,
+            entries: 0,
+            bytes: 0,
+            origin: origin.to_string(),
+            cancel: None,
+        }
+    }
+
+    /// The tree written, and whether it held symlinks (which the view
+    /// leaves out).
+    pub(crate) fn into_sink(self) -> MemSink {
+        self.sink
+    }
+}
+
+impl SafeWriter<DiskSink> {
     /// `root` must be absent or an empty directory; it is created.
     pub(crate) fn new(
         root: &Path,
@@ -60,6 +276,7 @@ impl SafeWriter {
         set_mode(root, 0o755)?;
         Ok(SafeWriter {
             root: root.to_path_buf(),
+            sink: DiskSink,
             limits: *limits,
             entries: 0,
             bytes: 0,
@@ -67,9 +284,11 @@ impl SafeWriter {
             cancel: None,
         })
     }
+}
 
+impl<S: Sink> SafeWriter<S> {
     /// Makes the writer stop once `cancel` is cancelled.
-    pub(crate) fn with_cancel(mut self, cancel: &Cancel) -> SafeWriter {
+    pub(crate) fn with_cancel(mut self, cancel: &Cancel) -> SafeWriter<S> {
         self.cancel = Some(cancel.clone());
         self
     }
@@ -168,19 +387,19 @@ impl SafeWriter {
         let mut p = self.root.clone();
         for c in comps {
             p.push(c);
-            match p.symlink_metadata() {
-                Ok(m) if m.file_type().is_symlink() => {
+            match self.sink.probe(&p) {
+                Ok(Probe::Symlink) => {
                     return Err(self.refuse(rel, "it would be written through a symlink"));
                 }
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => {
+                Ok(Probe::Dir) => {}
+                Ok(Probe::Other) => {
                     return Err(self.refuse(rel, "a parent path is not a directory"));
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Ok(Probe::Missing) => {
                     self.count_entry(rel)?;
-                    fs::create_dir(&p)
+                    self.sink
+                        .create_dir(&p)
                         .map_err(|e| io_err(format!("creating {}", p.display()), e))?;
-                    set_mode(&p, 0o755)?;
                 }
                 Err(e) => return Err(io_err(format!("inspecting {}", p.display()), e)),
             }
@@ -197,16 +416,16 @@ impl SafeWriter {
             .ok_or_else(|| self.refuse(rel, "empty path"))?;
         let parent = self.ensure_dirs(rel, parents)?;
         let p = parent.join(name);
-        match p.symlink_metadata() {
-            Ok(m) if m.file_type().is_symlink() => {
-                Err(self.refuse(rel, "it would be written through a symlink"))
-            }
-            Ok(m) if m.is_dir() => Err(self.refuse(rel, "a directory exists at this path")),
-            Ok(_) => {
-                fs::remove_file(&p).map_err(|e| io_err(format!("removing {}", p.display()), e))?;
+        match self.sink.probe(&p) {
+            Ok(Probe::Symlink) => Err(self.refuse(rel, "it would be written through a symlink")),
+            Ok(Probe::Dir) => Err(self.refuse(rel, "a directory exists at this path")),
+            Ok(Probe::Other) => {
+                self.sink
+                    .remove_file(&p)
+                    .map_err(|e| io_err(format!("removing {}", p.display()), e))?;
                 Ok(p)
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Ok(Probe::Missing) => {
                 self.count_entry(rel)?;
                 Ok(p)
             }
@@ -235,11 +454,9 @@ impl SafeWriter {
     ) -> Result<(), SourceError> {
         let p = self.prepare_leaf(rel)?;
         let mode = if executable { 0o755 } else { 0o644 };
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&p)
+        let mut f = self
+            .sink
+            .create_file(&p, mode)
             .map_err(|e| io_err(format!("creating {}", p.display()), e))?;
         let remaining = self.remaining_bytes();
         let cancel = self.cancel.clone();
@@ -265,9 +482,7 @@ impl SafeWriter {
             )));
         }
         self.bytes += written;
-        f.flush()
-            .map_err(|e| io_err(format!("writing {}", p.display()), e))?;
-        set_mode(&p, mode)
+        self.sink.finish_file(&p, f, mode)
     }
 
     /// A symlink; `target` must be relative and stay inside the tree.
@@ -276,7 +491,8 @@ impl SafeWriter {
         check_link_target(&comps[..comps.len() - 1], target)
             .map_err(|why| self.refuse(rel, &format!("symlink to '{}' {why}", target.display())))?;
         let p = self.prepare_leaf(rel)?;
-        std::os::unix::fs::symlink(target, &p)
+        self.sink
+            .symlink(&p, target)
             .map_err(|e| io_err(format!("creating symlink {}", p.display()), e))
     }
 }
@@ -400,6 +616,18 @@ pub(crate) fn unpack_reader(
     if let Some(c) = cancel {
         w = w.with_cancel(c);
     }
+    unpack_into(input, &mut w, limits, origin)?;
+    tracing::debug!(origin, dest = %dest.display(), bytes = w.bytes(), "unpacked archive");
+    Ok(())
+}
+
+/// The entries of a `.tar.gz` stream, through `w` (see [`unpack_tar_gz`]).
+fn unpack_into<S: Sink>(
+    input: impl Read,
+    w: &mut SafeWriter<S>,
+    limits: &Limits,
+    origin: &str,
+) -> Result<(), SourceError> {
     // Headers, padding and long-name records on top of the file contents.
     let cap = limits.max_unpacked_bytes.saturating_add(
         (limits.max_files as u64)
@@ -477,7 +705,6 @@ pub(crate) fn unpack_reader(
             }
         }
     }
-    tracing::debug!(origin, dest = %dest.display(), bytes = w.bytes(), "unpacked archive");
     Ok(())
 }
 
@@ -510,6 +737,44 @@ pub fn unpack_bundle(
         dir,
         cached: false,
     })
+}
+
+/// File content up to which [`unpack_bundle_in_memory`] keeps a bundle in
+/// memory; a larger one is unpacked to disk.
+pub const MEMORY_BUNDLE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// An in-cluster bundle unpacked into memory, as a [`MemFs`] whose files lie
+/// below `root` (an absolute path that is never read or written), with the
+/// checks and limits of [`unpack_bundle`] and its messages.
+///
+/// `Ok(None)` when the bundle is better unpacked to disk: it holds a
+/// symlink (the in-memory view does not model them) or more than
+/// [`MEMORY_BUNDLE_BYTES`] of file content.
+pub fn unpack_bundle_in_memory(
+    origin: &str,
+    data: &[u8],
+    root: &Path,
+    limits: &Limits,
+) -> Result<Option<MemFs>, SourceError> {
+    let compressed_len = data.len() as u64;
+    if compressed_len > limits.max_archive_bytes {
+        return Err(SourceError::Limit(format!(
+            "{origin}: {compressed_len} compressed bytes exceed the limit of {} archive bytes",
+            limits.max_archive_bytes
+        )));
+    }
+    let mut w = SafeWriter::in_memory(root, limits, origin, MEMORY_BUNDLE_BYTES);
+    match unpack_into(data, &mut w, limits, origin) {
+        Ok(()) => {}
+        // over the memory cap: the disk unpacks it (or refuses it)
+        Err(_) if w.sink.over_cap() => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let sink = w.into_sink();
+    if sink.has_symlinks() {
+        return Ok(None);
+    }
+    Ok(Some(sink.fs))
 }
 
 /// Deterministic bundle of `dir` (for `krmsync bundle create`): entries
@@ -689,10 +954,19 @@ mod tests {
 
     /// Unpacks into a fresh dir below a tempdir that also holds an
     /// `outside` dir, and returns (tempdir, error).
+    /// The unpack into memory refuses the same archives with the same
+    /// message, or leaves them to the disk (symlinks).
     fn refused(entries: &[E<'_>], limits: &Limits) -> (tempfile::TempDir, SourceError) {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir(tmp.path().join("outside")).unwrap();
-        let err = unpack_tar_gz(&tar_gz(entries), &tmp.path().join("dest"), limits).unwrap_err();
+        let data = tar_gz(entries);
+        let dest = tmp.path().join("dest");
+        let err = unpack_tar_gz(&data, &dest, limits).unwrap_err();
+        match unpack_bundle_in_memory("archive", &data, &dest, limits) {
+            Err(e) => assert_eq!(e.to_string(), err.to_string()),
+            Ok(None) => assert!(entries.iter().any(|e| matches!(e, E::Link(..)))),
+            Ok(Some(_)) => panic!("unpacked into memory, refused on disk: {err}"),
+        }
         (tmp, err)
     }
 
@@ -811,6 +1085,105 @@ mod tests {
         let mode = |p: &str| fs::metadata(dest.join(p)).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode("overlays/prod/run.sh"), 0o755);
         assert_eq!(mode("kustomization.yaml"), 0o644);
+    }
+
+    /// Every file and directory below `root` in a [`MemFs`], as
+    /// (relative path, content or `None` for a directory).
+    fn mem_tree(fs: &MemFs, root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+        use crate::kustomize::fs::{FileKind, FileSystem};
+        let mut out = Vec::new();
+        let mut todo = vec![root.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for name in fs.read_dir(&d).unwrap() {
+                let p = d.join(&name);
+                let rel = p.strip_prefix(root).unwrap().to_path_buf();
+                match fs.kind(&p).unwrap() {
+                    FileKind::Dir => {
+                        out.push((rel, None));
+                        todo.push(p);
+                    }
+                    FileKind::File => out.push((rel, Some(fs.read(&p).unwrap()))),
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn disk_tree(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+        let mut out = Vec::new();
+        let mut todo = vec![root.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                let rel = p.strip_prefix(root).unwrap().to_path_buf();
+                if p.is_dir() {
+                    out.push((rel, None));
+                    todo.push(p);
+                } else {
+                    out.push((rel, Some(fs::read(&p).unwrap())));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn unpacks_into_memory_what_it_unpacks_to_disk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        sample_tree(&src);
+        fs::remove_dir_all(src.join(".git")).unwrap();
+        fs::remove_file(src.join("overlays/prod/nested")).unwrap();
+        let mut bundles = vec![create_bundle(&src).unwrap()];
+        // `tar -C dir .` style entries, a repeated file (the last one wins)
+        // and an empty directory
+        bundles.push(tar_gz(&[
+            E::Dir("./"),
+            E::File("./kustomization.yaml", b"resources: [a.yaml]\n"),
+            E::File("./a.yaml", b"first\n"),
+            E::Dir("./empty/"),
+            E::File("./a.yaml", b"second\n"),
+            E::File("./sub/deep/b.yaml", b"b\n"),
+        ]));
+        for (i, data) in bundles.iter().enumerate() {
+            let dest = tmp.path().join(format!("dest{i}"));
+            unpack_tar_gz(data, &dest, &Limits::default()).unwrap();
+            let mem = unpack_bundle_in_memory("archive", data, &dest, &Limits::default())
+                .unwrap()
+                .expect("kept in memory");
+            assert_eq!(mem_tree(&mem, &dest), disk_tree(&dest), "bundle {i}");
+        }
+        let last = mem_tree(
+            &unpack_bundle_in_memory("archive", &bundles[1], Path::new("/b"), &Limits::default())
+                .unwrap()
+                .unwrap(),
+            Path::new("/b"),
+        );
+        assert!(last.contains(&(PathBuf::from("a.yaml"), Some(b"second\n".to_vec()))));
+        assert!(last.contains(&(PathBuf::from("empty"), None)));
+    }
+
+    #[test]
+    fn leaves_symlinks_and_large_bundles_to_the_disk() {
+        let links = tar_gz(&[E::File("a.yaml", b"a"), E::Link("l.yaml", "a.yaml")]);
+        let r = unpack_bundle_in_memory("archive", &links, Path::new("/b"), &Limits::default());
+        assert!(matches!(r, Ok(None)), "{r:?}");
+        // over the memory cap but within the limits: the disk unpacks it
+        let big = vec![b'x'; MEMORY_BUNDLE_BYTES as usize + 1];
+        let data = tar_gz(&[E::File("big.yaml", &big)]);
+        let r = unpack_bundle_in_memory("archive", &data, Path::new("/b"), &Limits::default());
+        assert!(matches!(r, Ok(None)), "{r:?}");
+        let tmp = tempfile::tempdir().unwrap();
+        unpack_tar_gz(&data, &tmp.path().join("d"), &Limits::default()).unwrap();
+        // over the limits themselves: the same refusal as on disk
+        let limits = Limits {
+            max_unpacked_bytes: 1000,
+            ..Limits::default()
+        };
+        let r = unpack_bundle_in_memory("archive", &data, Path::new("/b"), &limits);
+        assert!(matches!(r, Err(SourceError::Limit(_))), "{r:?}");
     }
 
     #[test]

@@ -56,7 +56,9 @@ pub mod archive;
 pub mod git;
 pub mod http;
 
-pub use archive::{create_bundle, unpack_bundle, unpack_tar_gz};
+pub use archive::{
+    MEMORY_BUNDLE_BYTES, create_bundle, unpack_bundle, unpack_bundle_in_memory, unpack_tar_gz,
+};
 pub use git::fetch_git;
 pub use http::fetch_http;
 
@@ -500,12 +502,18 @@ impl Workspace {
         Ok(self.root.join(key))
     }
 
-    /// The tree of `revision` for `key` when it is already present.
-    pub(crate) fn lookup(&self, key: &str, revision: &str) -> Result<Option<PathBuf>, SourceError> {
-        let tree = self
+    /// Where the tree of `revision` for `key` is (or would be) kept; nothing
+    /// is read or created.
+    pub fn tree_path(&self, key: &str, revision: &str) -> Result<PathBuf, SourceError> {
+        Ok(self
             .key_dir(key)?
             .join(revision_dir_name(revision))
-            .join("tree");
+            .join("tree"))
+    }
+
+    /// The tree of `revision` for `key` when it is already present.
+    pub(crate) fn lookup(&self, key: &str, revision: &str) -> Result<Option<PathBuf>, SourceError> {
+        let tree = self.tree_path(key, revision)?;
         Ok(tree.is_dir().then_some(tree))
     }
 
@@ -686,7 +694,7 @@ pub fn sha256_hex(data: &[u8]) -> String {
 }
 
 /// `sha256:<hex>` of `data`.
-pub(crate) fn sha256_revision(data: &[u8]) -> String {
+pub fn sha256_revision(data: &[u8]) -> String {
     format!("sha256:{}", sha256_hex(data))
 }
 
