@@ -471,6 +471,108 @@ fn json_patch(op: &str) -> String {
     format!("resources: [cm.yaml]\npatches:\n- target: {{kind: ConfigMap}}\n  patch: |\n{op}")
 }
 
+// Rule: the annotations map a JSON patch of `patches:` sees holds
+// kustomize's bookkeeping (previous ids, including the one stored just
+// before the patch; name prefixes and suffixes of earlier builds; generator
+// behavior and hash option), which a patch can copy out; the user's
+// annotations stay as they were.
+#[test]
+fn json_patches_can_copy_kustomizes_bookkeeping_annotations() {
+    let copy = "  patch: |\n    - op: copy\n      from: /metadata/annotations\n      path: /x\n";
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                &format!(
+                    "configMapGenerator:\n- name: g\n  literals: [a=b]\n\
+                     - name: h\n  behavior: create\n  literals: [a=b]\n  options: {{disableNameSuffixHash: true}}\n\
+                     resources: [svc.yaml]\npatches:\n- target: {{kind: ConfigMap}}\n{copy}\
+                     - target: {{kind: Service}}\n{copy}"
+                ),
+            ),
+            (
+                "/r/svc.yaml",
+                "apiVersion: v1\nkind: Service\nmetadata: {name: web, annotations: {z: \"1\", a: \"2\"}}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1
+data:
+  a: b
+kind: ConfigMap
+metadata:
+  name: g-4h2mbtbbt6
+x:
+  internal.config.kubernetes.io/generatorBehavior: unspecified
+  internal.config.kubernetes.io/needsHashSuffix: enabled
+  internal.config.kubernetes.io/previousKinds: ConfigMap
+  internal.config.kubernetes.io/previousNames: g
+  internal.config.kubernetes.io/previousNamespaces: default
+---
+apiVersion: v1
+data:
+  a: b
+kind: ConfigMap
+metadata:
+  name: h
+x:
+  internal.config.kubernetes.io/generatorBehavior: create
+  internal.config.kubernetes.io/previousKinds: ConfigMap
+  internal.config.kubernetes.io/previousNames: h
+  internal.config.kubernetes.io/previousNamespaces: default
+---
+apiVersion: v1
+kind: Service
+metadata:
+  annotations:
+    a: \"2\"
+    z: \"1\"
+  name: web
+x:
+  a: \"2\"
+  internal.config.kubernetes.io/previousKinds: Service
+  internal.config.kubernetes.io/previousNames: web
+  internal.config.kubernetes.io/previousNamespaces: default
+  z: \"1\"
+"
+    );
+    let out = ok(
+        &[
+            (
+                "/r/base/kustomization.yaml",
+                "namePrefix: p-\nnameSuffix: -s\nresources: [cm.yaml]\n",
+            ),
+            (
+                "/r/base/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: n\n",
+            ),
+            (
+                "/r/ov/kustomization.yaml",
+                &format!("resources: [../base]\npatches:\n- target: {{kind: ConfigMap}}\n{copy}"),
+            ),
+        ],
+        "/r/ov",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: p-c-s
+  namespace: \"n\"
+x:
+  internal.config.kubernetes.io/prefixes: p-
+  internal.config.kubernetes.io/previousKinds: ConfigMap,ConfigMap,ConfigMap
+  internal.config.kubernetes.io/previousNames: c,p-c,p-c-s
+  internal.config.kubernetes.io/previousNamespaces: n,n,n
+  internal.config.kubernetes.io/suffixes: -s
+"
+    );
+}
+
 // Rule: while `patches:` run, kustomize's resources carry its internal
 // annotations, so `/metadata/annotations` always exists: a JSON patch may
 // add an annotation to a resource that has none (and the map does not

@@ -315,7 +315,23 @@ fn annotations_mut(obj: &mut Value) -> Option<&mut Mapping> {
 /// annotations.
 pub fn encode_resource(r: &Resource) -> Value {
     let mut obj = r.obj.clone();
-    let mut add: Vec<(&str, String)> = Vec::new();
+    let add = bookkeeping_annotations(r);
+    if !add.is_empty()
+        && let Some(a) = annotations_mut(&mut obj)
+    {
+        for (k, v) in add {
+            a.insert(k.to_string(), Value::String(v));
+        }
+    }
+    obj
+}
+
+/// The bookkeeping kustomize keeps on a resource as annotations while it
+/// builds: previous ids, name prefixes and suffixes, generator options (as
+/// `internal.config.kubernetes.io/*`), origin and transformations
+/// (`buildMetadata`).
+pub fn bookkeeping_annotations(r: &Resource) -> Vec<(&'static str, String)> {
+    let mut add: Vec<(&'static str, String)> = Vec::new();
     if !r.prev_ids.is_empty() {
         let join =
             |f: &dyn Fn(&ResId) -> String| r.prev_ids.iter().map(f).collect::<Vec<_>>().join(",");
@@ -331,7 +347,8 @@ pub fn encode_resource(r: &Resource) -> Value {
     }
     if r.generated {
         let b = match r.behavior {
-            Behavior::Create => "unspecified",
+            Behavior::Unspecified => "unspecified",
+            Behavior::Create => "create",
             Behavior::Merge => "merge",
             Behavior::Replace => "replace",
         };
@@ -349,14 +366,7 @@ pub fn encode_resource(r: &Resource) -> Value {
             Origin::list_annotation(&r.transformations),
         ));
     }
-    if !add.is_empty()
-        && let Some(a) = annotations_mut(&mut obj)
-    {
-        for (k, v) in add {
-            a.insert(k.to_string(), Value::String(v));
-        }
-    }
-    obj
+    add
 }
 
 fn take(a: &mut Mapping, key: &str) -> Option<String> {

@@ -6,6 +6,7 @@ use regex::Regex;
 
 use super::documents::{named_or_list, split_stream};
 use super::error::{Error, Result};
+use super::function::bookkeeping_annotations;
 use super::kustomization::PatchEntry;
 use super::loader::Loader;
 use super::openapi::Schema;
@@ -554,33 +555,32 @@ pub fn apply_patch_entry(
     }
 }
 
-/// An annotation present only while a JSON patch runs (see
-/// [`json_patch_resource`]).
-const PATCHING_ANNOTATION: &str = "internal.config.kubernetes.io/krmsync-patching";
-
 /// Applies JSON patch operations to one resource as kustomize does: while
-/// patches run, kustomize's resources carry its internal annotations, so
-/// `/metadata/annotations` always exists (adding `/metadata/annotations/x`
-/// to a resource without annotations works, and a `test` of the whole map
-/// against the user's annotations fails), while `/metadata/labels` exists
-/// only when the resource has labels. A stand-in annotation plays that part
-/// and is removed afterwards, with the map when it is left empty and the
-/// resource had none.
+/// patches run, kustomize's resources carry their bookkeeping as
+/// annotations (see [`bookkeeping_annotations`]; a patch may read, copy or
+/// move them), so `/metadata/annotations` exists whenever the resource has
+/// any (adding `/metadata/annotations/x` to a resource without annotations
+/// works, and a `test` of the whole map against the user's annotations
+/// fails), while `/metadata/labels` exists only when the resource has
+/// labels. They are removed afterwards, with the map when it is left empty
+/// and the resource had none.
 fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
     let had_annotations = r
         .obj
         .get("metadata")
         .and_then(|m| m.get("annotations"))
         .is_some();
-    if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
+    let internal = bookkeeping_annotations(r);
+    if !internal.is_empty()
+        && let Some(Value::Map(meta)) = r.obj.get_mut("metadata")
+    {
         let annotations = meta
             .entry("annotations".to_string())
             .or_insert_with(|| Value::Map(Default::default()));
         if let Value::Map(a) = annotations {
-            a.insert(
-                PATCHING_ANNOTATION.to_string(),
-                Value::String(String::new()),
-            );
+            for (k, v) in &internal {
+                a.insert(k.to_string(), Value::String(v.clone()));
+            }
         }
     }
     let result = apply_json6902(&mut r.obj, ops);
@@ -591,7 +591,9 @@ fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
     if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
         let empty = match meta.get_mut("annotations") {
             Some(Value::Map(a)) => {
-                a.shift_remove(PATCHING_ANNOTATION);
+                for (k, _) in &internal {
+                    a.shift_remove(*k);
+                }
                 a.is_empty()
             }
             _ => false,

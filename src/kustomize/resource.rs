@@ -13,7 +13,11 @@ pub const NON_NAMESPACEABLE: &str = "_non_namespaceable_";
 /// How a generated resource combines with an existing one of the same id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Behavior {
+    /// None given, or one kustomize does not know: treated as `create`,
+    /// but recorded as `unspecified` (what a JSON patch or a function can
+    /// read in kustomize's internal annotations).
     #[default]
+    Unspecified,
     Create,
     Merge,
     Replace,
@@ -24,9 +28,10 @@ impl Behavior {
     /// as unspecified, which generators treat as `create`.
     pub fn parse(s: &str) -> Result<Behavior> {
         Ok(match s {
+            "create" => Behavior::Create,
             "merge" => Behavior::Merge,
             "replace" => Behavior::Replace,
-            _ => Behavior::Create,
+            _ => Behavior::Unspecified,
         })
     }
 }

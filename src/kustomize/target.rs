@@ -697,13 +697,13 @@ pub fn absorb(m: &mut ResMap, mut r: Resource) -> Result<()> {
                 "id {} does not exist; cannot merge or replace",
                 go_resid(&id)
             ))),
-            Behavior::Create => m.append(r),
+            Behavior::Create | Behavior::Unspecified => m.append(r),
         },
         [i] => {
             let i = *i;
             let old = m.resources()[i].clone();
             match r.behavior {
-                Behavior::Create => {
+                Behavior::Create | Behavior::Unspecified => {
                     return Err(Error::invalid(format!(
                         "id {} exists; behavior must be merge or replace",
                         go_resid(&id)
