@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{FakeApi, insert_bundle};
+use support::{FakeApi, insert_bundle, insert_bundle_dir};
 
 const NS: &str = "apps";
 
@@ -79,12 +79,30 @@ fn controller_command_with(dir: &std::path::Path, kubeconfig_yaml: &str) -> Comm
 
 /// Waits until Kustomization `site` is Ready=True.
 async fn wait_site_ready(fake: &FakeApi) {
-    wait_for("the Kustomization to be Ready", || {
-        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "site")
-            .and_then(|k| ready(&k))
-            .is_some_and(|(s, _)| s == "True")
-    })
+    wait_ready_status(fake, "site", "True").await;
+}
+
+/// Waits until the Ready condition of Kustomization `name` has `status`.
+async fn wait_ready_status(fake: &FakeApi, name: &str, status: &str) {
+    wait_for(
+        &format!("Kustomization {name} to be Ready={status}"),
+        || {
+            fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), name)
+                .and_then(|k| ready(&k))
+                .is_some_and(|(s, _)| s == status)
+        },
+    )
     .await;
+}
+
+/// The controller binary against `fake`, its log in `dir/log`.
+fn spawn_logged(fake: &FakeApi, dir: &std::path::Path) -> Controller {
+    let child = controller_command(fake, dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("log")).unwrap())
+        .spawn()
+        .unwrap();
+    Controller(child)
 }
 
 fn ready(k: &Value) -> Option<(String, String)> {
@@ -702,32 +720,16 @@ async fn a_kustomization_deleted_before_its_first_apply_leaves_no_work_directory
     )
     .unwrap();
     std::os::unix::fs::symlink("kustomization.yaml", tree.path().join("link.yaml")).unwrap();
-    let data = krmsync::source::create_bundle(tree.path()).unwrap();
-    fake.insert(json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "bundle", "namespace": NS},
-        "binaryData": {"bundle.tar.gz": base64::Engine::encode(
-            &base64::engine::general_purpose::STANDARD, &data)},
-    }));
+    insert_bundle_dir(&fake, NS, "bundle", tree.path());
     fake.insert(json!({
         "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
         "metadata": {"name": "broken", "namespace": NS},
         "spec": {"source": {"bundle": {"configMapRef": {"name": "bundle"}}}, "interval": "1h"},
     }));
     let dir = tempfile::tempdir().unwrap();
-    let child = controller_command(&fake, dir.path())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("log")).unwrap())
-        .spawn()
-        .unwrap();
-    let _ctl = Controller(child);
+    let _ctl = spawn_logged(&fake, dir.path());
     let work = dir.path().join("work").join(format!("{NS}_broken"));
-    wait_for("the render to fail", || {
-        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "broken")
-            .and_then(|k| ready(&k))
-            .is_some_and(|(s, _)| s == "False")
-    })
-    .await;
+    wait_ready_status(&fake, "broken", "False").await;
     assert!(
         work.exists(),
         "the bundle was unpacked in {}",
@@ -777,18 +779,8 @@ async fn a_small_bundle_is_rendered_from_memory() {
     let stale = work.join("sha256-old").join("tree");
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("kustomization.yaml"), "resources: []\n").unwrap();
-    let child = controller_command(&fake, dir.path())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("log")).unwrap())
-        .spawn()
-        .unwrap();
-    let _ctl = Controller(child);
-    wait_for("the Kustomization to be Ready", || {
-        fake.get("krmsync.dev/v1alpha1", "Kustomization", Some(NS), "app")
-            .and_then(|k| ready(&k))
-            .is_some_and(|(s, _)| s == "True")
-    })
-    .await;
+    let _ctl = spawn_logged(&fake, dir.path());
+    wait_ready_status(&fake, "app", "True").await;
     assert!(
         fake.get("v1", "ConfigMap", Some(NS), "from-memory")
             .is_some()

@@ -763,10 +763,6 @@ async fn within<T>(
 /// Events published for the `warning` results of one render, at most.
 const MAX_WARNING_EVENTS: usize = 10;
 
-/// Renders the fetched bundle on a blocking thread, with the functions the
-/// Catalogs approve. When the render needed an approved binary that is
-/// neither in the bundle nor in the cache, the controller fetches it from
-/// the Catalog's `uri` (verified) and renders once more.
 /// A fetched source: a tree in the workspace (git, http), or the bytes of
 /// an in-cluster bundle, unpacked only when a render needs them.
 enum Source {
@@ -809,11 +805,16 @@ enum Rendered {
     NeedsDisk,
 }
 
-/// Renders the source. An in-cluster bundle is unpacked into memory and
-/// rendered from there (no disk writes, the common case), unless a Catalog
-/// may approve functions (a function may run a binary from the bundle,
-/// which needs a directory), or it holds symlinks or more than
-/// [`source::MEMORY_BUNDLE_BYTES`]: then it is unpacked into the workspace.
+/// Renders the source on a blocking thread, with the functions the Catalogs
+/// approve. When the render needed an approved binary that is neither in
+/// the bundle nor in the cache, the controller fetches it from the
+/// Catalog's `uri` (verified) and renders once more.
+///
+/// An in-cluster bundle is unpacked into memory and rendered from there (no
+/// disk writes, the common case), unless a Catalog may approve functions (a
+/// function may run a binary from the bundle, which needs a directory), or
+/// it holds symlinks or more than [`source::MEMORY_BUNDLE_BYTES`]: then it
+/// is unpacked into the workspace.
 async fn render_with_functions(
     k: &Kustomization,
     ctx: &Context,
@@ -825,8 +826,8 @@ async fn render_with_functions(
     let limits = source_limits(ctx);
     let mut input = match src {
         Source::Tree(f) => RenderInput::Dir(f.dir.clone()),
-        Source::Bundle { .. } if !catalogs.approved.is_empty() => {
-            RenderInput::Dir(unpack_to_workspace(ctx, &wkey, src, &limits).await?)
+        Source::Bundle { origin, data, .. } if !catalogs.approved.is_empty() => {
+            RenderInput::Dir(unpack_to_workspace(ctx, &wkey, origin, data, &limits).await?)
         }
         Source::Bundle {
             revision,
@@ -900,7 +901,10 @@ async fn render_with_functions(
         let result = match result {
             Rendered::Done(r) => r,
             Rendered::NeedsDisk => {
-                input = RenderInput::Dir(unpack_to_workspace(ctx, &wkey, src, &limits).await?);
+                if let RenderInput::Memory { origin, data, .. } = &input {
+                    let dir = unpack_to_workspace(ctx, &wkey, origin, data, &limits).await?;
+                    input = RenderInput::Dir(dir);
+                }
                 continue;
             }
         };
@@ -948,16 +952,15 @@ fn source_limits(ctx: &Context) -> source::Limits {
 async fn unpack_to_workspace(
     ctx: &Context,
     wkey: &str,
-    src: &Source,
+    origin: &str,
+    data: &Arc<[u8]>,
     limits: &source::Limits,
 ) -> Result<std::path::PathBuf, Failure> {
-    let (origin, data) = match src {
-        Source::Tree(f) => return Ok(f.dir.clone()),
-        Source::Bundle { origin, data, .. } => (origin.clone(), data.clone()),
-    };
     let guard = ctx.workspace.key_lock(wkey).lock_owned().await;
     let ws = ctx.workspace.clone();
     let wkey = wkey.to_string();
+    let origin = origin.to_string();
+    let data = data.clone();
     let limits = *limits;
     tokio::task::spawn_blocking(move || {
         let _guard = guard;
@@ -1120,8 +1123,10 @@ where
         .ok_or_else(|| Failure::Source(format!("{field}: {kind} {ns}/{name} does not exist")))
 }
 
-/// Fetches the source into the workspace (cached by revision); Secrets and
-/// ConfigMaps are read with `client` (the Kustomization's identity).
+/// Fetches a git or HTTP source into the workspace (cached by revision), or
+/// reads an in-cluster bundle's bytes (unpacked by
+/// [`render_with_functions`]); Secrets and ConfigMaps are read with
+/// `client` (the Kustomization's identity).
 ///
 /// One fetch per Kustomization at a time: the workspace key lock is held
 /// (moved into the blocking task) until the fetch is over, so a fetch that
@@ -1137,7 +1142,6 @@ async fn fetch(
     let wkey = key(k);
     let limits = source_limits(ctx);
     let cancel = source::Cancel::new(Some(deadline.into_std()));
-    let guard = ctx.workspace.key_lock(&wkey).lock_owned().await;
     let src = &k.spec.source;
     if let Some(g) = &src.git {
         let mut auth: Option<GitAuth> = None;
@@ -1179,6 +1183,7 @@ async fn fetch(
             }
             _ => GitReference::DefaultBranch,
         };
+        let guard = ctx.workspace.key_lock(&wkey).lock_owned().await;
         let ws = ctx.workspace.clone();
         let url = g.url.clone();
         return tokio::task::spawn_blocking(move || {
@@ -1199,7 +1204,7 @@ async fn fetch(
         .map_err(|e| Failure::Source(e.to_string()));
     }
     if let Some(h) = &src.http {
-        let _guard = guard;
+        let _guard = ctx.workspace.key_lock(&wkey).lock_owned().await;
         return source::fetch_http(
             &ctx.workspace,
             &wkey,
@@ -1244,7 +1249,6 @@ async fn fetch(
         let data = data.ok_or_else(|| {
             Failure::Source(format!("spec.source.bundle.key: {origin} is missing"))
         })?;
-        drop(guard);
         return Ok(Source::Bundle {
             revision: source::sha256_revision(&data),
             origin,

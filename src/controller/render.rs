@@ -296,12 +296,10 @@ mod tests {
                 crate::source::unpack_bundle_in_memory("ConfigMap ns/b", &data, &root, &limits)
                     .unwrap()
                     .expect("kept in memory");
-            let on_disk = render_tree(&root, path, tns)
-                .map(|o| o.yaml)
-                .map_err(|e| e.to_string());
-            let in_memory = render_memory_with(Arc::new(mem), &root, path, tns, None)
-                .map(|o| o.yaml)
-                .map_err(|e| e.to_string());
+            let text =
+                |r: Result<RenderOutput, Error>| r.map(|o| o.yaml).map_err(|e| e.to_string());
+            let on_disk = text(render_tree(&root, path, tns));
+            let in_memory = text(render_memory_with(Arc::new(mem), &root, path, tns, None));
             assert_eq!(in_memory, on_disk, "{what}");
             if what.starts_with("overlay") {
                 assert!(

@@ -87,18 +87,23 @@ impl DiskFs {
         if let Some(root) = &self.confine
             && !real.starts_with(root)
         {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "'{}' resolves to '{}', outside the confined root '{}'",
-                    path.display(),
-                    real.display(),
-                    root.display()
-                ),
-            ));
+            return Err(outside_root(path, &real, root));
         }
         Ok(real)
     }
+}
+
+/// The refusal of a confined view for `path`, which resolves to `real`.
+fn outside_root(path: &Path, real: &Path, root: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "'{}' resolves to '{}', outside the confined root '{}'",
+            path.display(),
+            real.display(),
+            root.display()
+        ),
+    )
 }
 
 impl FileSystem for DiskFs {
@@ -159,15 +164,7 @@ impl Confined {
     fn check(&self, path: &Path) -> io::Result<PathBuf> {
         let real = clean(path);
         if !real.starts_with(&self.root) {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "'{}' resolves to '{}', outside the confined root '{}'",
-                    path.display(),
-                    real.display(),
-                    self.root.display()
-                ),
-            ));
+            return Err(outside_root(path, &real, &self.root));
         }
         Ok(real)
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Cancel, Fetched, Limits, SourceError, Workspace, io_err, sha256_revision};
-use crate::kustomize::fs::MemFs;
+use crate::kustomize::fs::{FileKind, FileSystem, MemFs};
 
 /// Writes a tree below `root`, refusing anything that could escape it and
 /// enforcing [`Limits::max_files`] and [`Limits::max_unpacked_bytes`].
@@ -112,12 +112,11 @@ impl Sink for DiskSink {
 /// writer's root. A symlink is only noted ([`MemSink::has_symlinks`]): the
 /// in-memory view does not model them, so such a tree is unpacked to disk
 /// instead.
+///
 /// File content beyond `cap` bytes in all is refused (and noted in `over`).
 #[derive(Debug)]
 pub(crate) struct MemSink {
     fs: MemFs,
-    files: HashSet<PathBuf>,
-    dirs: HashSet<PathBuf>,
     links: HashSet<PathBuf>,
     /// Content bytes kept so far, and at most.
     kept: u64,
@@ -126,11 +125,11 @@ pub(crate) struct MemSink {
 }
 
 impl MemSink {
-    fn new(cap: u64) -> MemSink {
+    fn new(root: &Path, cap: u64) -> MemSink {
+        let mut fs = MemFs::new();
+        fs.add_dir(root);
         MemSink {
-            fs: MemFs::new(),
-            files: HashSet::new(),
-            dirs: HashSet::new(),
+            fs,
             links: HashSet::new(),
             kept: 0,
             cap,
@@ -177,24 +176,22 @@ impl Sink for MemSink {
     fn probe(&self, p: &Path) -> io::Result<Probe> {
         Ok(if self.links.contains(p) {
             Probe::Symlink
-        } else if self.dirs.contains(p) {
-            Probe::Dir
-        } else if self.files.contains(p) {
-            Probe::Other
         } else {
-            Probe::Missing
+            match self.fs.kind(p) {
+                Some(FileKind::Dir) => Probe::Dir,
+                Some(FileKind::File) => Probe::Other,
+                None => Probe::Missing,
+            }
         })
     }
 
     fn create_dir(&mut self, p: &Path) -> io::Result<()> {
-        self.dirs.insert(p.to_path_buf());
         self.fs.add_dir(p);
         Ok(())
     }
 
-    fn remove_file(&mut self, p: &Path) -> io::Result<()> {
+    fn remove_file(&mut self, _p: &Path) -> io::Result<()> {
         // the file is replaced by the next `finish_file` of this path
-        self.files.remove(p);
         Ok(())
     }
 
@@ -208,7 +205,6 @@ impl Sink for MemSink {
 
     fn finish_file(&mut self, p: &Path, f: MemFile, _mode: u32) -> Result<(), SourceError> {
         self.kept += f.buf.len() as u64;
-        self.files.insert(p.to_path_buf());
         self.fs.add_file(p, f.buf);
         Ok(())
     }
@@ -221,27 +217,15 @@ impl Sink for MemSink {
 
 impl SafeWriter<MemSink> {
     /// A writer into memory, rooted at `root` (an absolute path; nothing is
-    /// read from or written to the disk).
-    /// At most `cap` bytes of content are kept: past them, writing fails
-    /// and [`MemSink::over_cap`] tells.
+    /// read from or written to the disk). At most `cap` bytes of content
+    /// are kept: past them, writing fails and [`MemSink::over_cap`] tells.
     pub(crate) fn in_memory(
         root: &Path,
         limits: &Limits,
         origin: &str,
         cap: u64,
     ) -> SafeWriter<MemSink> {
-        let mut sink = MemSink::new(cap);
-        sink.dirs.insert(root.to_path_buf());
-        sink.fs.add_dir(root);
-        SafeWriter {
-            root: root.to_path_buf(),
-            sink,
-            limits: *limits,
-            entries: 0,
-            bytes: 0,
-            origin: origin.to_string(),
-            cancel: None,
-        }
+        SafeWriter::with_sink(root, MemSink::new(root, cap), limits, origin)
     }
 
     /// The tree written, and whether it held symlinks (which the view
@@ -274,19 +258,23 @@ impl SafeWriter<DiskSink> {
             Err(e) => return Err(io_err(format!("reading {}", root.display()), e)),
         }
         set_mode(root, 0o755)?;
-        Ok(SafeWriter {
+        Ok(SafeWriter::with_sink(root, DiskSink, limits, origin))
+    }
+}
+
+impl<S: Sink> SafeWriter<S> {
+    fn with_sink(root: &Path, sink: S, limits: &Limits, origin: &str) -> SafeWriter<S> {
+        SafeWriter {
             root: root.to_path_buf(),
-            sink: DiskSink,
+            sink,
             limits: *limits,
             entries: 0,
             bytes: 0,
             origin: origin.to_string(),
             cancel: None,
-        })
+        }
     }
-}
 
-impl<S: Sink> SafeWriter<S> {
     /// Makes the writer stop once `cancel` is cancelled.
     pub(crate) fn with_cancel(mut self, cancel: &Cancel) -> SafeWriter<S> {
         self.cancel = Some(cancel.clone());
@@ -606,18 +594,28 @@ pub(crate) fn unpack_reader(
     origin: &str,
     cancel: Option<&Cancel>,
 ) -> Result<(), SourceError> {
-    if compressed_len > limits.max_archive_bytes {
-        return Err(SourceError::Limit(format!(
-            "{origin}: {compressed_len} compressed bytes exceed the limit of {} archive bytes",
-            limits.max_archive_bytes
-        )));
-    }
+    check_archive_len(compressed_len, limits, origin)?;
     let mut w = SafeWriter::new(dest, limits, origin)?;
     if let Some(c) = cancel {
         w = w.with_cancel(c);
     }
     unpack_into(input, &mut w, limits, origin)?;
     tracing::debug!(origin, dest = %dest.display(), bytes = w.bytes(), "unpacked archive");
+    Ok(())
+}
+
+/// Refuses an archive of more than `max_archive_bytes`.
+fn check_archive_len(
+    compressed_len: u64,
+    limits: &Limits,
+    origin: &str,
+) -> Result<(), SourceError> {
+    if compressed_len > limits.max_archive_bytes {
+        return Err(SourceError::Limit(format!(
+            "{origin}: {compressed_len} compressed bytes exceed the limit of {} archive bytes",
+            limits.max_archive_bytes
+        )));
+    }
     Ok(())
 }
 
@@ -756,13 +754,7 @@ pub fn unpack_bundle_in_memory(
     root: &Path,
     limits: &Limits,
 ) -> Result<Option<MemFs>, SourceError> {
-    let compressed_len = data.len() as u64;
-    if compressed_len > limits.max_archive_bytes {
-        return Err(SourceError::Limit(format!(
-            "{origin}: {compressed_len} compressed bytes exceed the limit of {} archive bytes",
-            limits.max_archive_bytes
-        )));
-    }
+    check_archive_len(data.len() as u64, limits, origin)?;
     let mut w = SafeWriter::in_memory(root, limits, origin, MEMORY_BUNDLE_BYTES);
     match unpack_into(data, &mut w, limits, origin) {
         Ok(()) => {}
@@ -1090,7 +1082,6 @@ mod tests {
     /// Every file and directory below `root` in a [`MemFs`], as
     /// (relative path, content or `None` for a directory).
     fn mem_tree(fs: &MemFs, root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
-        use crate::kustomize::fs::{FileKind, FileSystem};
         let mut out = Vec::new();
         let mut todo = vec![root.to_path_buf()];
         while let Some(d) = todo.pop() {

@@ -55,10 +55,25 @@ pub fn bundle_bytes(files: &[(&str, &str)]) -> Vec<u8> {
 
 /// Stores `files` as the bundle ConfigMap `name` in `ns` of `fake`.
 pub fn insert_bundle(fake: &FakeApi, ns: &str, name: &str, files: &[(&str, &str)]) {
+    insert_bundle_data(fake, ns, name, &bundle_bytes(files));
+}
+
+/// Stores the directory `dir` as the bundle ConfigMap `name` in `ns` of
+/// `fake` (binary files and symlinks included).
+pub fn insert_bundle_dir(fake: &FakeApi, ns: &str, name: &str, dir: &Path) {
+    insert_bundle_data(
+        fake,
+        ns,
+        name,
+        &krmsync::source::create_bundle(dir).unwrap(),
+    );
+}
+
+fn insert_bundle_data(fake: &FakeApi, ns: &str, name: &str, data: &[u8]) {
     fake.insert(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": ns},
-        "binaryData": {"bundle.tar.gz": b64(&bundle_bytes(files))},
+        "binaryData": {"bundle.tar.gz": b64(data)},
     }));
 }
 
@@ -148,12 +163,7 @@ impl Harness {
     /// Stores the directory `dir` as the bundle ConfigMap `name` in `ns`
     /// (binary files included).
     pub fn bundle_dir(&self, ns: &str, name: &str, dir: &Path) {
-        let data = krmsync::source::create_bundle(dir).unwrap();
-        self.fake.insert(json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": ns},
-            "binaryData": {"bundle.tar.gz": b64(&data)},
-        }));
+        insert_bundle_dir(&self.fake, ns, name, dir);
     }
 
     /// Stores `files` as the bundle Secret `name` in `ns`.
