@@ -2291,3 +2291,108 @@ fn crds_files_must_be_maps_of_definitions() {
         );
     }
 }
+
+// Rule: a field that a replacement creates is read as plain YAML (`"0777"`
+// becomes the integer 511, `"~"` and `""` become null), except an
+// annotation: kustomize reads every annotation back as its text at the end
+// of a build, so a created annotation keeps the text it was given. A later
+// replacement that reads such an annotation gets that text.
+#[test]
+fn created_annotations_keep_the_text_of_their_value() {
+    let out = ok(
+        &[
+            ("/r/r.yaml", R_CREATED_ANNOTATIONS),
+            (
+                "/r/kustomization.yaml",
+                "resources: [r.yaml]
+replacements:
+- source: {kind: ConfigMap, fieldPath: data.octal}
+  targets:
+  - select: {kind: Service}
+    fieldPaths: [metadata.annotations.octal, metadata.labels.octal, spec.octal]
+    options: {create: true}
+- source: {kind: ConfigMap, fieldPath: data.float}
+  targets:
+  - select: {kind: Service}
+    fieldPaths: [metadata.annotations.float, spec.float]
+    options: {create: true}
+- source: {kind: ConfigMap, fieldPath: data.tilde}
+  targets:
+  - select: {kind: Service}
+    fieldPaths: [metadata.annotations.tilde, spec.tilde]
+    options: {create: true}
+- source: {kind: ConfigMap, fieldPath: data.empty}
+  targets:
+  - select: {kind: Service}
+    fieldPaths: [metadata.annotations.empty, spec.empty]
+    options: {create: true}
+- source: {kind: ConfigMap, fieldPath: data.num}
+  targets:
+  - select: {kind: Service}
+    fieldPaths: [metadata.annotations.num, metadata.annotations.kept, spec.num]
+    options: {create: true}
+- source: {kind: Service, fieldPath: metadata.annotations.octal}
+  targets:
+  - select: {kind: ConfigMap}
+    fieldPaths: [data.copied]
+    options: {create: true}
+",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1
+data:
+  copied: 511
+  empty: \"\"
+  float: \"1.50\"
+  num: \"42\"
+  octal: \"0777\"
+  tilde: \"~\"
+kind: ConfigMap
+metadata:
+  name: src
+---
+apiVersion: v1
+kind: Service
+metadata:
+  annotations:
+    empty: \"\"
+    float: \"1.50\"
+    kept: \"42\"
+    num: \"42\"
+    octal: \"0777\"
+    tilde: \"~\"
+  labels:
+    octal: 511
+  name: s
+spec:
+  empty: null
+  float: 1.5
+  num: 42
+  octal: 511
+  tilde: null
+"
+    );
+}
+
+const R_CREATED_ANNOTATIONS: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: src
+data:
+  octal: \"0777\"
+  float: \"1.50\"
+  tilde: \"~\"
+  empty: \"\"
+  num: \"42\"
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: s
+  annotations:
+    kept: \"0777\"
+";

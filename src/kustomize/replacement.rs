@@ -640,6 +640,12 @@ fn copy_to_target(
             )
         };
         let kind = create.then(|| value.create_kind());
+        // kustomize reads every annotation back as its node's text when it
+        // drops its bookkeeping at the end of a build: an annotation created
+        // here keeps the text (`0777`, `~`, an empty string) as it came
+        let annotation = matches!(path.as_slice(),
+            [PathElem::Field(m), PathElem::Field(a), PathElem::Field(_)]
+                if m == "metadata" && a == "annotations");
         // the source node's address, compared (never dereferenced) with
         // each node written; creating fields could move nodes, so then the
         // source is only read again after the resource
@@ -648,7 +654,7 @@ fn copy_to_target(
             .and_then(|l| fieldpath::get(obj, source_field_path(l.src)).ok().flatten())
             .map(|n| n as *const Value);
         let mut f = |node: &mut Value, untyped: bool| {
-            set_field_value(node, untyped, value, options)?;
+            set_field_value(node, untyped, annotation, value, options)?;
             if source_node == Some(node as *const Value) {
                 *value = ReplValue::from_value(node);
             }
@@ -665,9 +671,12 @@ fn copy_to_target(
 }
 
 /// Writes `value` into one target node (kustomize's `setFieldValue`).
+/// An `untyped` node (made by `create`) is read as plain YAML, unless it is
+/// an annotation (`annotation`): then it keeps the text.
 fn set_field_value(
     node: &mut Value,
     untyped: bool,
+    annotation: bool,
     value: &ReplValue,
     options: Option<&FieldOptions>,
 ) -> Result<(), String> {
@@ -691,8 +700,12 @@ fn set_field_value(
     }
     if scalar_target {
         let text = text.as_deref().unwrap_or(value.text());
-        let tag = if untyped { None } else { Tag::of(node) };
-        *node = coerce(tag, text)?;
+        *node = if untyped && annotation {
+            Value::String(text.to_string())
+        } else {
+            let tag = if untyped { None } else { Tag::of(node) };
+            coerce(tag, text)?
+        };
     } else {
         *node = value.typed()?;
     }
