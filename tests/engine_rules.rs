@@ -2396,3 +2396,46 @@ metadata:
   annotations:
     kept: \"0777\"
 ";
+
+// Rule: a field a replacement created stays untyped (kyaml leaves the node
+// without a tag) until something re-creates the resource's nodes: a later
+// replacement writing there, in the same kustomization or an overlay,
+// reads its new text as plain YAML again, a delimiter splits the text it
+// holds, and a replacement reading it gets that text (`007`, not `7`). A
+// JSON patch in between types it.
+#[test]
+fn fields_created_by_a_replacement_stay_untyped() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/base/r.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: src\ndata:\n  word: abc\n  num: \"42\"\n  zeros: \"007\"\n  dash: \"- z\"\n  copied: x\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: nginx\n        env:\n        - name: E\n          value: v\n",
+        ),
+        (
+            "/r/base/kustomization.yaml",
+            "resources: [r.yaml]\nreplacements:\n- source: {kind: ConfigMap, fieldPath: data.word}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: [spec.template.metadata.labels.from-word, metadata.annotations.from-word]\n    options: {create: true}\n- source: {kind: ConfigMap, fieldPath: data.zeros}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: ['spec.template.spec.containers.[name=c].env.[name=NEW].value']\n    options: {create: true}\n# the created field gives its text, not the number it reads as\n- source: {kind: Deployment, fieldPath: 'spec.template.spec.containers.[name=c].env.[name=NEW].value'}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [data.copied]\n# [name=E] also matches NEW: the field made just before takes the text as it comes\n- source: {kind: ConfigMap, fieldPath: data.dash}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: ['spec.template.spec.containers.[name=c].env.[name=E].value']\n",
+        ),
+        (
+            "/r/ov/kustomization.yaml",
+            "resources: [../base]\nnamePrefix: p-\nreplacements:\n- source: {kind: ConfigMap, fieldPath: data.num}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: [spec.template.metadata.labels.from-word, metadata.annotations.from-word]\n- source: {kind: ConfigMap, fieldPath: data.word}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: [spec.template.metadata.labels.from-word]\n    options: {delimiter: '-', index: 1}\n",
+        ),
+        (
+            "/r/ovj/kustomization.yaml",
+            "resources: [../base]\npatches:\n- target: {kind: Deployment}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/replicas\", \"value\": 2}]'\nreplacements:\n- source: {kind: ConfigMap, fieldPath: data.num}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: [spec.template.metadata.labels.from-word]\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r/base"),
+        "apiVersion: v1\ndata:\n  copied: \"007\"\n  dash: '- z'\n  num: \"42\"\n  word: abc\n  zeros: \"007\"\nkind: ConfigMap\nmetadata:\n  name: src\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  annotations:\n    from-word: abc\n  name: web\nspec:\n  template:\n    metadata:\n      labels:\n        from-word: abc\n    spec:\n      containers:\n      - env:\n        - name: E\n          value: '- z'\n        - name: NEW\n          value: '- z'\n        image: nginx\n        name: c\n",
+        "base"
+    );
+    assert_eq!(
+        ok(files, "/r/ov"),
+        "apiVersion: v1\ndata:\n  copied: \"007\"\n  dash: '- z'\n  num: \"42\"\n  word: abc\n  zeros: \"007\"\nkind: ConfigMap\nmetadata:\n  name: p-src\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  annotations:\n    from-word: \"42\"\n  name: p-web\nspec:\n  template:\n    metadata:\n      labels:\n        from-word: 42-abc\n    spec:\n      containers:\n      - env:\n        - name: E\n          value: '- z'\n        - name: NEW\n          value: '- z'\n        image: nginx\n        name: c\n",
+        "ov"
+    );
+    assert_eq!(
+        ok(files, "/r/ovj"),
+        "apiVersion: v1\ndata:\n  copied: \"007\"\n  dash: '- z'\n  num: \"42\"\n  word: abc\n  zeros: \"007\"\nkind: ConfigMap\nmetadata:\n  name: src\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  annotations:\n    from-word: abc\n  name: web\nspec:\n  replicas: 2\n  template:\n    metadata:\n      labels:\n        from-word: \"42\"\n    spec:\n      containers:\n      - env:\n        - name: E\n          value: '- z'\n        - name: NEW\n          value: '- z'\n        image: nginx\n        name: c\n",
+        "ovj"
+    );
+}

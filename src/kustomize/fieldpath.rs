@@ -23,7 +23,7 @@
 
 use regex::Regex;
 
-use crate::kustomize::yaml::{Mapping, Value};
+use crate::kustomize::yaml::{Mapping, PathSeg, Value};
 
 /// One element of a parsed dotted path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -323,10 +323,11 @@ fn compiled<'r>(slot: &'r mut Option<Regex>, pattern: &str) -> Result<&'r Regex,
     slot.as_ref().ok_or_else(|| "regex unavailable".to_string())
 }
 
-/// Callback of [`visit_matches`]: the matched node, and whether it is an
+/// Callback of [`visit_matches`]: the matched node, whether it is an
 /// *untyped* node just made by `create` (its type then follows from the
-/// text written into it, as for a plain YAML scalar).
-pub type VisitFn<'f> = dyn FnMut(&mut Value, bool) -> Result<(), String> + 'f;
+/// text written into it, as for a plain YAML scalar), and its path in the
+/// document walked.
+pub type VisitFn<'f> = dyn FnMut(&mut Value, bool, &[PathSeg]) -> Result<(), String> + 'f;
 
 /// Walks `path` with kyaml `PathMatcher` rules, calling `f` on every matched
 /// node; with `create`, missing parts are made on the way (the leaf with
@@ -346,6 +347,7 @@ pub fn visit_matches(
         create,
         count: 0,
         f,
+        trail: Vec::new(),
     };
     w.walk(root, path, false)?;
     Ok(w.count)
@@ -360,7 +362,7 @@ pub fn set(
     create: bool,
 ) -> Result<usize, String> {
     let kind = create.then(|| CreateKind::of(value));
-    let mut f = |node: &mut Value, _untyped: bool| -> Result<(), String> {
+    let mut f = |node: &mut Value, _untyped: bool, _: &[PathSeg]| -> Result<(), String> {
         *node = value.clone();
         Ok(())
     };
@@ -373,6 +375,8 @@ struct Walker<'w, 'f> {
     create: Option<CreateKind>,
     count: usize,
     f: &'w mut VisitFn<'f>,
+    /// Path of the node being walked.
+    trail: Vec<PathSeg>,
 }
 
 /// The node `create` makes for a path part, from the part after it.
@@ -400,7 +404,7 @@ impl Walker<'_, '_> {
     ) -> Result<(), VisitError> {
         let Some((first, rest)) = path.split_first() else {
             self.count += 1;
-            return (self.f)(node, untyped).map_err(VisitError::Apply);
+            return (self.f)(node, untyped, &self.trail).map_err(VisitError::Apply);
         };
         match first {
             PathElem::Field(name) => self.field(node, name, rest),
@@ -408,8 +412,10 @@ impl Walker<'_, '_> {
             PathElem::Wildcard => match node {
                 Value::Null => Ok(()),
                 Value::Seq(items) => {
-                    for child in items.iter_mut() {
+                    for (i, child) in items.iter_mut().enumerate() {
+                        self.trail.push(PathSeg::Index(i));
                         self.walk(child, rest, false)?;
+                        self.trail.pop();
                     }
                     Ok(())
                 }
@@ -451,7 +457,12 @@ impl Walker<'_, '_> {
             created = true;
         }
         match m.get_mut(name) {
-            Some(child) => self.walk(child, rest, created && rest.is_empty()),
+            Some(child) => {
+                self.trail.push(PathSeg::Key(name.to_string()));
+                self.walk(child, rest, created && rest.is_empty())?;
+                self.trail.pop();
+                Ok(())
+            }
             None => Ok(()),
         }
     }
@@ -475,7 +486,12 @@ impl Walker<'_, '_> {
                 }
                 let len = items.len();
                 match items.get_mut(i) {
-                    Some(child) => self.walk(child, rest, created && rest.is_empty()),
+                    Some(child) => {
+                        self.trail.push(PathSeg::Index(i));
+                        self.walk(child, rest, created && rest.is_empty())?;
+                        self.trail.pop();
+                        Ok(())
+                    }
                     None => Err(VisitError::Path(index_error(i, len))),
                 }
             }
@@ -538,7 +554,9 @@ impl Walker<'_, '_> {
                     // A scalar element is itself the match, whatever follows.
                     self.count += 1;
                     let untyped = fresh == Some(idx);
-                    (self.f)(elem, untyped).map_err(VisitError::Apply)?;
+                    self.trail.push(PathSeg::Index(idx));
+                    (self.f)(elem, untyped, &self.trail).map_err(VisitError::Apply)?;
+                    self.trail.pop();
                 }
             } else {
                 let hit = elem
@@ -546,7 +564,9 @@ impl Walker<'_, '_> {
                     .and_then(|m| m.get(key))
                     .is_some_and(|f| re.is_match(render(f).trim()));
                 if hit {
+                    self.trail.push(PathSeg::Index(idx));
                     self.walk(elem, rest, false)?;
+                    self.trail.pop();
                 }
             }
         }
@@ -1164,16 +1184,24 @@ mod tests {
     fn visit_reports_untyped_created_nodes() {
         let mut v = flow("{a: {b: 1}}");
         let mut seen = Vec::new();
-        let mut cb = |n: &mut Value, untyped: bool| -> Result<(), String> {
-            seen.push((n.clone(), untyped));
+        let mut cb = |n: &mut Value, untyped: bool, at: &[PathSeg]| -> Result<(), String> {
+            seen.push((n.clone(), untyped, at.to_vec()));
             Ok(())
         };
         let n = visit_matches(&mut v, &p("a.b"), Some(CreateKind::Scalar), &mut cb);
         assert_eq!(n, Ok(1));
         let n = visit_matches(&mut v, &p("a.c"), Some(CreateKind::Scalar), &mut cb);
         assert_eq!(n, Ok(1));
-        assert_eq!(seen, vec![(Value::Int(1), false), (Value::Null, true)]);
-        let mut fail = |_: &mut Value, _: bool| -> Result<(), String> { Err("no".into()) };
+        let at = |k: &str| vec![PathSeg::Key("a".into()), PathSeg::Key(k.into())];
+        assert_eq!(
+            seen,
+            vec![
+                (Value::Int(1), false, at("b")),
+                (Value::Null, true, at("c"))
+            ]
+        );
+        let mut fail =
+            |_: &mut Value, _: bool, _: &[PathSeg]| -> Result<(), String> { Err("no".into()) };
         assert_eq!(
             visit_matches(&mut v, &p("a.b"), None, &mut fail),
             Err(VisitError::Apply("no".into()))

@@ -588,6 +588,7 @@ fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
     // and nulls written as nothing become explicit `null`s
     r.links.clear();
     r.empty_nulls.clear();
+    r.untyped.clear();
     if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
         let empty = match meta.get_mut("annotations") {
             Some(Value::Map(a)) => {
@@ -667,6 +668,7 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
             }
             r.links.clear();
             r.empty_nulls.clear();
+            r.untyped.clear();
             apply_json6902(&mut r.obj, &ops).map_err(|e| {
                 Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
             })

@@ -23,9 +23,10 @@ use super::patches;
 use super::replacement::{self, ReplacementResource};
 use super::resid::ResId;
 use super::resource::Origin;
+use super::resource::UntypedScalars;
 use super::resource::{ResMap, Resource};
 use super::transform::{self, SubjectMode};
-use super::yaml::{Mapping, Value, parse};
+use super::yaml::{Mapping, PathSeg, Value, parse};
 
 mod external;
 
@@ -597,6 +598,12 @@ impl ReplacementResource for Resource {
     }
     fn written(&mut self, before: &Value) {
         self.propagate_links(before);
+    }
+    fn untyped(&self) -> &[(Vec<PathSeg>, String)] {
+        &self.untyped
+    }
+    fn object_and_untyped_mut(&mut self) -> (&mut Value, Option<&mut UntypedScalars>) {
+        (&mut self.obj, Some(&mut self.untyped))
     }
 }
 

@@ -27,10 +27,11 @@
 
 use crate::kustomize::fieldpath::{self, CreateKind, PathElem, Resolved, VisitError};
 use crate::kustomize::resid::ResId;
+use crate::kustomize::resource::{UntypedScalars, value_at};
 use crate::kustomize::selector::{
     GoDecoder, LabelSelector, Selector, annotations_of, go_quote, join_path, labels_of,
 };
-use crate::kustomize::yaml::Value;
+use crate::kustomize::yaml::{PathSeg, Value};
 
 /// The field kustomize reads and writes when none is given.
 pub const DEFAULT_FIELD_PATH: &str = "metadata.name";
@@ -304,6 +305,31 @@ pub trait ReplacementResource {
     }
     /// Called after targets were written, with the document before.
     fn written(&mut self, _before: &Value) {}
+    /// Scalars earlier replacements created (see `Resource::untyped`).
+    fn untyped(&self) -> &[(Vec<PathSeg>, String)] {
+        &[]
+    }
+    /// The document and, when the resource keeps them, its untyped scalars.
+    fn object_and_untyped_mut(&mut self) -> (&mut Value, Option<&mut UntypedScalars>) {
+        (self.object_mut(), None)
+    }
+}
+
+/// Whether the untyped scalar `text` recorded at `path` is still what
+/// `node` holds (an annotation keeps the text, other fields what it reads
+/// as).
+fn still_untyped(node: &Value, path: &[PathSeg], text: &str) -> bool {
+    if is_annotation(path) {
+        node.as_str() == Some(text)
+    } else {
+        *node == fieldpath::resolve_value(text)
+    }
+}
+
+/// Whether `path` is `metadata.annotations.<key>`.
+fn is_annotation(path: &[PathSeg]) -> bool {
+    matches!(path, [PathSeg::Key(m), PathSeg::Key(a), PathSeg::Key(_)]
+        if m == "metadata" && a == "annotations")
 }
 
 /// The YAML type a scalar node carries (its resolved tag).
@@ -481,11 +507,19 @@ fn source_value<R: ReplacementResource>(
         }
     }
     let i = found.ok_or_else(|| format!("nothing selected by {}", src.id.id_string()))?;
-    Ok((i, value_of(resources[i].object(), src)?))
+    Ok((
+        i,
+        value_of(resources[i].object(), resources[i].untyped(), src)?,
+    ))
 }
 
-/// The value `src` gives in the source resource `obj`.
-fn value_of(obj: &Value, src: &SourceSelector) -> Result<ReplValue, String> {
+/// The value `src` gives in the source resource `obj`, whose untyped
+/// scalars are `untyped`.
+fn value_of(
+    obj: &Value,
+    untyped: &[(Vec<PathSeg>, String)],
+    src: &SourceSelector,
+) -> Result<ReplValue, String> {
     let fp = source_field_path(src);
     let node =
         fieldpath::get(obj, fp).map_err(|e| format!("error looking up replacement source: {e}"))?;
@@ -501,7 +535,15 @@ fn value_of(obj: &Value, src: &SourceSelector) -> Result<ReplValue, String> {
             src.id.id_string()
         ));
     };
-    let value = ReplValue::from_value(node);
+    let mut value = ReplValue::from_value(node);
+    // an untyped scalar gives its text
+    if let ReplValue::Scalar { text, .. } = &mut value
+        && let Some((_, t)) = untyped.iter().find(|(p, t)| {
+            value_at(obj, p).is_some_and(|n| std::ptr::eq(n, node) && still_untyped(n, p, t))
+        })
+    {
+        *text = t.clone();
+    }
     let Some(opts) = src.options.as_ref().filter(|o| !o.delimiter.is_empty()) else {
         return Ok(value);
     };
@@ -604,12 +646,15 @@ fn apply_target<R: ReplacementResource>(
         if selected && !rejected_by_id {
             let before = res.has_links().then(|| res.object().clone());
             let source = live.filter(|l| l.index == i);
-            copy_to_target(res.object_mut(), value, source, t.options.as_ref(), &paths)?;
+            let (obj, untyped) = res.object_and_untyped_mut();
+            let mut none = Vec::new();
+            let untyped = untyped.unwrap_or(&mut none);
+            copy_to_target(obj, untyped, value, source, t.options.as_ref(), &paths)?;
             if let Some(before) = before {
                 res.written(&before);
             }
             if let Some(l) = source {
-                *value = value_of(res.object(), l.src)?;
+                *value = value_of(res.object(), res.untyped(), l.src)?;
             }
         }
     }
@@ -621,6 +666,7 @@ fn apply_target<R: ReplacementResource>(
 /// the writes after it.
 fn copy_to_target(
     obj: &mut Value,
+    untyped: &mut UntypedScalars,
     value: &mut ReplValue,
     source: Option<&LiveSource>,
     options: Option<&FieldOptions>,
@@ -640,12 +686,6 @@ fn copy_to_target(
             )
         };
         let kind = create.then(|| value.create_kind());
-        // kustomize reads every annotation back as its node's text when it
-        // drops its bookkeeping at the end of a build: an annotation created
-        // here keeps the text (`0777`, `~`, an empty string) as it came
-        let annotation = matches!(path.as_slice(),
-            [PathElem::Field(m), PathElem::Field(a), PathElem::Field(_)]
-                if m == "metadata" && a == "annotations");
         // the source node's address, compared (never dereferenced) with
         // each node written; creating fields could move nodes, so then the
         // source is only read again after the resource
@@ -653,10 +693,29 @@ fn copy_to_target(
             .filter(|_| !create)
             .and_then(|l| fieldpath::get(obj, source_field_path(l.src)).ok().flatten())
             .map(|n| n as *const Value);
-        let mut f = |node: &mut Value, untyped: bool| {
-            set_field_value(node, untyped, annotation, value, options)?;
+        let mut f = |node: &mut Value, created: bool, at: &[PathSeg]| {
+            let recorded = untyped
+                .iter()
+                .position(|(p, t)| p.as_slice() == at && still_untyped(node, at, t));
+            let current = recorded.map(|i| untyped[i].1.clone());
+            let untyped_text = if created {
+                Some("")
+            } else {
+                current.as_deref()
+            };
+            let written = set_field_value(node, untyped_text, is_annotation(at), value, options)?;
+            if let Some(i) = recorded {
+                untyped.swap_remove(i);
+            }
+            if let Some(text) = &written {
+                untyped.retain(|(p, _)| p.as_slice() != at);
+                untyped.push((at.to_vec(), text.clone()));
+            }
             if source_node == Some(node as *const Value) {
                 *value = ReplValue::from_value(node);
+                if let (ReplValue::Scalar { text, .. }, Some(w)) = (&mut *value, written) {
+                    *text = w;
+                }
             }
             Ok(())
         };
@@ -671,22 +730,28 @@ fn copy_to_target(
 }
 
 /// Writes `value` into one target node (kustomize's `setFieldValue`).
-/// An `untyped` node (made by `create`) is read as plain YAML, unless it is
-/// an annotation (`annotation`): then it keeps the text.
+/// An untyped scalar (made by `create`, see `Resource::untyped`; `untyped`
+/// holds its text) is read as plain YAML, unless it is an annotation (`annotation`): kustomize
+/// reads every annotation back as its node's text when it drops its
+/// bookkeeping at the end of a build, so it keeps the text (`0777`, `~`,
+/// an empty string). Returns the text written into an untyped scalar.
 fn set_field_value(
     node: &mut Value,
-    untyped: bool,
+    untyped: Option<&str>,
     annotation: bool,
     value: &ReplValue,
     options: Option<&FieldOptions>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let scalar_target = !matches!(node, Value::Map(_) | Value::Seq(_));
     let mut text = None;
     if let Some(o) = options.filter(|o| !o.delimiter.is_empty()) {
         if !scalar_target {
             return Err("delimiter option can only be used with scalar nodes".to_string());
         }
-        let current = fieldpath::scalar_text(node);
+        let current = match untyped {
+            Some(t) => t.to_string(),
+            None => fieldpath::scalar_text(node),
+        };
         let mut parts: Vec<&str> = current.split(o.delimiter.as_str()).collect();
         let v = value.text();
         match usize::try_from(o.index) {
@@ -700,16 +765,19 @@ fn set_field_value(
     }
     if scalar_target {
         let text = text.as_deref().unwrap_or(value.text());
-        *node = if untyped && annotation {
-            Value::String(text.to_string())
-        } else {
-            let tag = if untyped { None } else { Tag::of(node) };
-            coerce(tag, text)?
-        };
+        if untyped.is_some() {
+            *node = if annotation {
+                Value::String(text.to_string())
+            } else {
+                coerce(None, text)?
+            };
+            return Ok(Some(text.to_string()));
+        }
+        *node = coerce(Tag::of(node), text)?;
     } else {
         *node = value.typed()?;
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -161,7 +161,18 @@ pub struct Resource {
     /// walks (maps, merged lists) unless it sets them; a JSON patch turns
     /// them into explicit nulls.
     pub empty_nulls: Vec<Vec<PathSeg>>,
+    /// Scalars a replacement created, with the text written into them:
+    /// kyaml leaves such nodes without a tag until the build's end, so a
+    /// later replacement writing there reads its text as plain YAML again
+    /// (instead of keeping the type the first text resolved to), and one
+    /// reading there gets the text (`007`, not `7`). A JSON patch or a KRM
+    /// function re-creates the resource's nodes and types them; an entry
+    /// whose field no longer holds what its text gave is stale and ignored.
+    pub untyped: UntypedScalars,
 }
+
+/// Paths of untyped scalars and their text (see [`Resource::untyped`]).
+pub type UntypedScalars = Vec<(Vec<PathSeg>, String)>;
 
 impl Resource {
     /// Records that the scalars at `paths` are one node.
