@@ -2439,3 +2439,62 @@ fn fields_created_by_a_replacement_stay_untyped() {
         "ovj"
     );
 }
+
+// Rule: text a replacement writes into a typed field that the type cannot
+// read (`xhigh` into `replicas: 1`) fails only when kustomize decodes the
+// resource: at the build's output, or a JSON patch on it (reported without
+// the map type). Fitting text written over it first, by an overlay's
+// `replicas:` or a later replacement, makes the build succeed.
+#[test]
+fn text_that_does_not_fit_a_typed_field_fails_only_if_it_stays() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/base/r.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: src\ndata:\n  word: xhigh\n  num: \"3\"\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: db\nspec:\n  replicas: 1\n",
+        ),
+        (
+            "/r/base/kustomization.yaml",
+            "resources: [r.yaml]\nreplacements:\n- source: {name: src, fieldPath: data.word}\n  targets:\n  - select: {name: db}\n    fieldPaths: [spec.replicas]\n",
+        ),
+        (
+            "/r/fixed/kustomization.yaml",
+            "resources: [../base]\nreplicas:\n- name: db\n  count: 2\n",
+        ),
+        (
+            "/r/prefixed/kustomization.yaml",
+            "resources: [../base]\nnamePrefix: p-\n",
+        ),
+        (
+            "/r/patched/kustomization.yaml",
+            "resources: [../base]\npatches:\n- target: {kind: Deployment}\n  patch: '[{\"op\": \"add\", \"path\": \"/metadata/labels\", \"value\": {\"a\": \"b\"}}]'\n",
+        ),
+        (
+            "/r/again/kustomization.yaml",
+            "resources: [../base]\nreplacements:\n- source: {name: src, fieldPath: data.num}\n  targets:\n  - select: {name: db}\n    fieldPaths: [spec.replicas]\n",
+        ),
+    ];
+    let fails = |root: &str| match render(files, root) {
+        Ok(out) => panic!("{root}: build succeeded:\n{out}"),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(
+        fails("/r/base"),
+        "map[string]interface {}(nil): yaml: cannot decode !!str `xhigh` as a !!int"
+    );
+    assert_eq!(
+        fails("/r/prefixed"),
+        "map[string]interface {}(nil): yaml: cannot decode !!str `xhigh` as a !!int"
+    );
+    assert_eq!(
+        fails("/r/patched"),
+        "yaml: cannot decode !!str `xhigh` as a !!int"
+    );
+    assert_eq!(
+        ok(files, "/r/fixed"),
+        "apiVersion: v1\ndata:\n  num: \"3\"\n  word: xhigh\nkind: ConfigMap\nmetadata:\n  name: src\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: db\nspec:\n  replicas: 2\n"
+    );
+    assert_eq!(
+        ok(files, "/r/again"),
+        "apiVersion: v1\ndata:\n  num: \"3\"\n  word: xhigh\nkind: ConfigMap\nmetadata:\n  name: src\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: db\nspec:\n  replicas: 3\n"
+    );
+}

@@ -252,6 +252,10 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
         .any(|b| b == "transformerAnnotations");
     let mut out = Vec::with_capacity(resources.len());
     for mut r in resources {
+        // kustomize decodes every resource on the way out
+        if let Some(e) = replacement::mistyped_error(&r.obj, &r.scalar_texts) {
+            return Err(Error::invalid(e));
+        }
         if managed_by && let Some(labels) = r.obj.ensure_map_path(&["metadata", "labels"]) {
             labels.insert(
                 "app.kubernetes.io/managed-by".into(),

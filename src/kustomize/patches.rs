@@ -11,6 +11,7 @@ use super::kustomization::PatchEntry;
 use super::loader::Loader;
 use super::openapi::Schema;
 use super::patch::{EMPTY_NULL_MARK, apply_json6902, strategic_merge_owned};
+use super::replacement::mistyped_error;
 use super::resid::{Gvk, ResId};
 use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
 use super::selector::{LabelSelector, Selector};
@@ -555,6 +556,19 @@ pub fn apply_patch_entry(
     }
 }
 
+/// kustomize decodes a resource to patch it as JSON: a field a replacement
+/// gave text its type cannot read fails there (see
+/// `Resource::scalar_texts`), reported without the decoded map's type.
+fn check_mistyped(r: &Resource) -> Result<()> {
+    match mistyped_error(&r.obj, &r.scalar_texts) {
+        Some(e) => Err(Error::invalid(
+            e.strip_prefix("map[string]interface {}(nil): ")
+                .unwrap_or(&e),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Applies JSON patch operations to one resource as kustomize does: while
 /// patches run, kustomize's resources carry their bookkeeping as
 /// annotations (see [`bookkeeping_annotations`]; a patch may read, copy or
@@ -565,6 +579,7 @@ pub fn apply_patch_entry(
 /// labels. They are removed afterwards, with the map when it is left empty
 /// and the resource had none.
 fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
+    check_mistyped(r)?;
     let had_annotations = r
         .obj
         .get("metadata")
@@ -588,7 +603,7 @@ fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
     // and nulls written as nothing become explicit `null`s
     r.links.clear();
     r.empty_nulls.clear();
-    r.untyped.clear();
+    r.scalar_texts.clear();
     if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
         let empty = match meta.get_mut("annotations") {
             Some(Value::Map(a)) => {
@@ -666,9 +681,10 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
             if r.has_internal_annotations() {
                 return json_patch_resource(r, &ops);
             }
+            check_mistyped(r)?;
             r.links.clear();
             r.empty_nulls.clear();
-            r.untyped.clear();
+            r.scalar_texts.clear();
             apply_json6902(&mut r.obj, &ops).map_err(|e| {
                 Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
             })

@@ -20,13 +20,13 @@ use super::kustomization::{
 use super::loader::Loader;
 use super::openapi::Schema;
 use super::patches;
+use super::replacement::TextScalar;
 use super::replacement::{self, ReplacementResource};
 use super::resid::ResId;
 use super::resource::Origin;
-use super::resource::UntypedScalars;
 use super::resource::{ResMap, Resource};
 use super::transform::{self, SubjectMode};
-use super::yaml::{Mapping, PathSeg, Value, parse};
+use super::yaml::{Mapping, Value, parse};
 
 mod external;
 
@@ -599,11 +599,11 @@ impl ReplacementResource for Resource {
     fn written(&mut self, before: &Value) {
         self.propagate_links(before);
     }
-    fn untyped(&self) -> &[(Vec<PathSeg>, String)] {
-        &self.untyped
+    fn scalar_texts(&self) -> &[TextScalar] {
+        &self.scalar_texts
     }
-    fn object_and_untyped_mut(&mut self) -> (&mut Value, Option<&mut UntypedScalars>) {
-        (&mut self.obj, Some(&mut self.untyped))
+    fn object_and_texts_mut(&mut self) -> (&mut Value, Option<&mut Vec<TextScalar>>) {
+        (&mut self.obj, Some(&mut self.scalar_texts))
     }
 }
 

@@ -27,7 +27,7 @@
 
 use crate::kustomize::fieldpath::{self, CreateKind, PathElem, Resolved, VisitError};
 use crate::kustomize::resid::ResId;
-use crate::kustomize::resource::{UntypedScalars, value_at};
+use crate::kustomize::resource::value_at;
 use crate::kustomize::selector::{
     GoDecoder, LabelSelector, Selector, annotations_of, go_quote, join_path, labels_of,
 };
@@ -305,25 +305,55 @@ pub trait ReplacementResource {
     }
     /// Called after targets were written, with the document before.
     fn written(&mut self, _before: &Value) {}
-    /// Scalars earlier replacements created (see `Resource::untyped`).
-    fn untyped(&self) -> &[(Vec<PathSeg>, String)] {
+    /// Scalars earlier replacements wrote whose text is kept (see
+    /// `Resource::scalar_texts`).
+    fn scalar_texts(&self) -> &[TextScalar] {
         &[]
     }
-    /// The document and, when the resource keeps them, its untyped scalars.
-    fn object_and_untyped_mut(&mut self) -> (&mut Value, Option<&mut UntypedScalars>) {
+    /// The document and, when the resource keeps them, its scalar texts.
+    fn object_and_texts_mut(&mut self) -> (&mut Value, Option<&mut Vec<TextScalar>>) {
         (self.object_mut(), None)
     }
 }
 
-/// Whether the untyped scalar `text` recorded at `path` is still what
-/// `node` holds (an annotation keeps the text, other fields what it reads
-/// as).
-fn still_untyped(node: &Value, path: &[PathSeg], text: &str) -> bool {
-    if is_annotation(path) {
-        node.as_str() == Some(text)
-    } else {
-        *node == fieldpath::resolve_value(text)
+/// A scalar a replacement wrote whose text kyaml keeps apart from its
+/// value (see `Resource::scalar_texts`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextScalar {
+    /// Where it is in the resource.
+    pub path: Vec<PathSeg>,
+    /// Its text.
+    pub text: String,
+    /// `None`: untyped (made by `create`); the field holds what the text
+    /// reads as (an annotation: the text). `Some(tag)`: a field of type
+    /// `tag` whose text that type cannot read; the field holds the text as
+    /// a string until fitting text replaces it.
+    pub tag: Option<Tag>,
+}
+
+impl TextScalar {
+    /// Whether `node` still holds what this entry recorded.
+    fn current(&self, node: &Value) -> bool {
+        match self.tag {
+            Some(_) => node.as_str() == Some(self.text.as_str()),
+            None if is_annotation(&self.path) => node.as_str() == Some(self.text.as_str()),
+            None => *node == fieldpath::resolve_value(&self.text),
+        }
     }
+}
+
+/// The error kustomize reports when it decodes a resource holding a typed
+/// field whose text its type cannot read (written by a replacement and
+/// never replaced by fitting text), if `obj` holds one.
+pub fn mistyped_error(obj: &Value, texts: &[TextScalar]) -> Option<String> {
+    texts.iter().find_map(|t| {
+        let tag = t.tag?;
+        let node = value_at(obj, &t.path)?;
+        if !t.current(node) {
+            return None;
+        }
+        coerce(Some(tag), &t.text).err()
+    })
 }
 
 /// Whether `path` is `metadata.annotations.<key>`.
@@ -334,7 +364,7 @@ fn is_annotation(path: &[PathSeg]) -> bool {
 
 /// The YAML type a scalar node carries (its resolved tag).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tag {
+pub enum Tag {
     Str,
     Int,
     Float,
@@ -509,17 +539,13 @@ fn source_value<R: ReplacementResource>(
     let i = found.ok_or_else(|| format!("nothing selected by {}", src.id.id_string()))?;
     Ok((
         i,
-        value_of(resources[i].object(), resources[i].untyped(), src)?,
+        value_of(resources[i].object(), resources[i].scalar_texts(), src)?,
     ))
 }
 
-/// The value `src` gives in the source resource `obj`, whose untyped
-/// scalars are `untyped`.
-fn value_of(
-    obj: &Value,
-    untyped: &[(Vec<PathSeg>, String)],
-    src: &SourceSelector,
-) -> Result<ReplValue, String> {
+/// The value `src` gives in the source resource `obj`, whose kept scalar
+/// texts are `texts`.
+fn value_of(obj: &Value, texts: &[TextScalar], src: &SourceSelector) -> Result<ReplValue, String> {
     let fp = source_field_path(src);
     let node =
         fieldpath::get(obj, fp).map_err(|e| format!("error looking up replacement source: {e}"))?;
@@ -536,13 +562,13 @@ fn value_of(
         ));
     };
     let mut value = ReplValue::from_value(node);
-    // an untyped scalar gives its text
+    // a scalar whose text is kept gives that text
     if let ReplValue::Scalar { text, .. } = &mut value
-        && let Some((_, t)) = untyped.iter().find(|(p, t)| {
-            value_at(obj, p).is_some_and(|n| std::ptr::eq(n, node) && still_untyped(n, p, t))
-        })
+        && let Some(t) = texts
+            .iter()
+            .find(|t| value_at(obj, &t.path).is_some_and(|n| std::ptr::eq(n, node) && t.current(n)))
     {
-        *text = t.clone();
+        text.clone_from(&t.text);
     }
     let Some(opts) = src.options.as_ref().filter(|o| !o.delimiter.is_empty()) else {
         return Ok(value);
@@ -646,15 +672,15 @@ fn apply_target<R: ReplacementResource>(
         if selected && !rejected_by_id {
             let before = res.has_links().then(|| res.object().clone());
             let source = live.filter(|l| l.index == i);
-            let (obj, untyped) = res.object_and_untyped_mut();
+            let (obj, texts) = res.object_and_texts_mut();
             let mut none = Vec::new();
-            let untyped = untyped.unwrap_or(&mut none);
-            copy_to_target(obj, untyped, value, source, t.options.as_ref(), &paths)?;
+            let texts = texts.unwrap_or(&mut none);
+            copy_to_target(obj, texts, value, source, t.options.as_ref(), &paths)?;
             if let Some(before) = before {
                 res.written(&before);
             }
             if let Some(l) = source {
-                *value = value_of(res.object(), res.untyped(), l.src)?;
+                *value = value_of(res.object(), res.scalar_texts(), l.src)?;
             }
         }
     }
@@ -666,7 +692,7 @@ fn apply_target<R: ReplacementResource>(
 /// the writes after it.
 fn copy_to_target(
     obj: &mut Value,
-    untyped: &mut UntypedScalars,
+    texts: &mut Vec<TextScalar>,
     value: &mut ReplValue,
     source: Option<&LiveSource>,
     options: Option<&FieldOptions>,
@@ -694,27 +720,33 @@ fn copy_to_target(
             .and_then(|l| fieldpath::get(obj, source_field_path(l.src)).ok().flatten())
             .map(|n| n as *const Value);
         let mut f = |node: &mut Value, created: bool, at: &[PathSeg]| {
-            let recorded = untyped
+            let recorded = texts
                 .iter()
-                .position(|(p, t)| p.as_slice() == at && still_untyped(node, at, t));
-            let current = recorded.map(|i| untyped[i].1.clone());
-            let untyped_text = if created {
-                Some("")
-            } else {
-                current.as_deref()
+                .position(|t| t.path.as_slice() == at && t.current(node));
+            let kept = match (created, recorded) {
+                (true, _) => Some(Kept {
+                    text: String::new(),
+                    tag: None,
+                }),
+                (false, Some(i)) => Some(Kept {
+                    text: texts[i].text.clone(),
+                    tag: texts[i].tag,
+                }),
+                (false, None) => None,
             };
-            let written = set_field_value(node, untyped_text, is_annotation(at), value, options)?;
-            if let Some(i) = recorded {
-                untyped.swap_remove(i);
-            }
-            if let Some(text) = &written {
-                untyped.retain(|(p, _)| p.as_slice() != at);
-                untyped.push((at.to_vec(), text.clone()));
+            let written = set_field_value(node, kept, is_annotation(at), value, options)?;
+            texts.retain(|t| t.path.as_slice() != at);
+            if let Some(w) = &written {
+                texts.push(TextScalar {
+                    path: at.to_vec(),
+                    text: w.text.clone(),
+                    tag: w.tag,
+                });
             }
             if source_node == Some(node as *const Value) {
                 *value = ReplValue::from_value(node);
                 if let (ReplValue::Scalar { text, .. }, Some(w)) = (&mut *value, written) {
-                    *text = w;
+                    *text = w.text;
                 }
             }
             Ok(())
@@ -729,27 +761,36 @@ fn copy_to_target(
     Ok(())
 }
 
+/// The text kept for a scalar (see [`TextScalar`]): the text and the type
+/// of the node (`None`: untyped).
+struct Kept {
+    text: String,
+    tag: Option<Tag>,
+}
+
 /// Writes `value` into one target node (kustomize's `setFieldValue`).
-/// An untyped scalar (made by `create`, see `Resource::untyped`; `untyped`
-/// holds its text) is read as plain YAML, unless it is an annotation (`annotation`): kustomize
-/// reads every annotation back as its node's text when it drops its
-/// bookkeeping at the end of a build, so it keeps the text (`0777`, `~`,
-/// an empty string). Returns the text written into an untyped scalar.
+/// `kept`: the node's kept text, if any (a node `create` just made is
+/// untyped with empty text). An untyped scalar is read as plain YAML,
+/// unless it is an annotation (`annotation`): kustomize reads every
+/// annotation back as its node's text when it drops its bookkeeping at the
+/// end of a build, so it keeps the text (`0777`, `~`, an empty string). A
+/// typed scalar given text its type cannot read holds that text as a
+/// string. Returns the text to keep, if any.
 fn set_field_value(
     node: &mut Value,
-    untyped: Option<&str>,
+    kept: Option<Kept>,
     annotation: bool,
     value: &ReplValue,
     options: Option<&FieldOptions>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<Kept>, String> {
     let scalar_target = !matches!(node, Value::Map(_) | Value::Seq(_));
     let mut text = None;
     if let Some(o) = options.filter(|o| !o.delimiter.is_empty()) {
         if !scalar_target {
             return Err("delimiter option can only be used with scalar nodes".to_string());
         }
-        let current = match untyped {
-            Some(t) => t.to_string(),
+        let current = match &kept {
+            Some(k) => k.text.clone(),
             None => fieldpath::scalar_text(node),
         };
         let mut parts: Vec<&str> = current.split(o.delimiter.as_str()).collect();
@@ -765,15 +806,37 @@ fn set_field_value(
     }
     if scalar_target {
         let text = text.as_deref().unwrap_or(value.text());
-        if untyped.is_some() {
+        let tag = match &kept {
+            Some(k) => k.tag,
+            None => Tag::of(node),
+        };
+        let untyped = kept.is_some() && tag.is_none();
+        if untyped {
             *node = if annotation {
                 Value::String(text.to_string())
             } else {
                 coerce(None, text)?
             };
-            return Ok(Some(text.to_string()));
+            return Ok(Some(Kept {
+                text: text.to_string(),
+                tag: None,
+            }));
         }
-        *node = coerce(Tag::of(node), text)?;
+        // kustomize fails on text its type cannot read only when it decodes
+        // the resource (see `mistyped_error`)
+        return Ok(match coerce(tag, text) {
+            Ok(v) => {
+                *node = v;
+                None
+            }
+            Err(_) => {
+                *node = Value::String(text.to_string());
+                Some(Kept {
+                    text: text.to_string(),
+                    tag,
+                })
+            }
+        });
     } else {
         *node = value.typed()?;
     }
@@ -790,6 +853,7 @@ mod tests {
     struct Res {
         prev: Vec<ResId>,
         obj: Value,
+        texts: Vec<TextScalar>,
     }
 
     impl ReplacementResource for Res {
@@ -813,6 +877,12 @@ mod tests {
         fn object_mut(&mut self) -> &mut Value {
             &mut self.obj
         }
+        fn scalar_texts(&self) -> &[TextScalar] {
+            &self.texts
+        }
+        fn object_and_texts_mut(&mut self) -> (&mut Value, Option<&mut Vec<TextScalar>>) {
+            (&mut self.obj, Some(&mut self.texts))
+        }
     }
 
     fn res(docs: &[&str]) -> Vec<Res> {
@@ -820,6 +890,7 @@ mod tests {
             .map(|d| Res {
                 prev: Vec::new(),
                 obj: flow(d),
+                texts: Vec::new(),
             })
             .collect()
     }
@@ -833,9 +904,14 @@ mod tests {
             .collect()
     }
 
+    /// Runs replacements, then decodes the resources as kustomize's output
+    /// does (see [`mistyped_error`]).
     fn run(docs: &[&str], r: &str) -> Result<Vec<Value>, String> {
         let mut rs = res(docs);
         apply_replacements(&mut rs, &reps(r))?;
+        if let Some(e) = rs.iter().find_map(|r| mistyped_error(&r.obj, &r.texts)) {
+            return Err(e);
+        }
         Ok(rs.into_iter().map(|r| r.obj).collect())
     }
 
@@ -945,6 +1021,15 @@ mod tests {
             Err("map[string]interface {}(nil): yaml: cannot decode !!null `` as a !!float".into())
         );
         assert!(one("data.num", &t("data.b")).is_err());
+        // only if the text stays: fitting text written over it succeeds,
+        // and a write in between reads the text it holds
+        let r = "[{source: {name: src, fieldPath: data.str}, targets: [{select: {name: t}, fieldPaths: [data.i]}]}, \
+                 {source: {name: t, fieldPath: data.i}, targets: [{select: {name: t}, fieldPaths: [data.s]}]}, \
+                 {source: {name: src, fieldPath: data.num}, targets: [{select: {name: t}, fieldPaths: [data.i]}]}]";
+        assert_eq!(
+            run(&[SRC, TGT], r).map(|v| data(&v, 1)),
+            Ok(tdata("{i: 42, s: hello}"))
+        );
     }
 
     #[test]

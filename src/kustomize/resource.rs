@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use super::error::{Error, Result};
 use super::openapi::Schema;
+use super::replacement::TextScalar;
 use super::resid::{Gvk, ResId};
 use super::yaml::{Mapping, Value};
 
@@ -161,18 +162,23 @@ pub struct Resource {
     /// walks (maps, merged lists) unless it sets them; a JSON patch turns
     /// them into explicit nulls.
     pub empty_nulls: Vec<Vec<PathSeg>>,
-    /// Scalars a replacement created, with the text written into them:
-    /// kyaml leaves such nodes without a tag until the build's end, so a
-    /// later replacement writing there reads its text as plain YAML again
-    /// (instead of keeping the type the first text resolved to), and one
-    /// reading there gets the text (`007`, not `7`). A JSON patch or a KRM
-    /// function re-creates the resource's nodes and types them; an entry
-    /// whose field no longer holds what its text gave is stale and ignored.
-    pub untyped: UntypedScalars,
+    /// Scalars replacements wrote whose text kyaml keeps apart from their
+    /// value (see [`TextScalar`]):
+    /// * fields a replacement created: kyaml leaves such nodes without a
+    ///   tag until the build's end, so a later replacement writing there
+    ///   reads its text as plain YAML again (instead of keeping the type
+    ///   the first text resolved to), and one reading there gets the text
+    ///   (`007`, not `7`);
+    /// * typed fields given text their type cannot read (`xhigh` into
+    ///   `replicas: 1`): kustomize fails only when it decodes the resource
+    ///   (a JSON patch, the build's output), so a later write of fitting
+    ///   text (an overlay's `replicas:`) makes the build succeed.
+    ///
+    /// A JSON patch or a KRM function re-creates the resource's nodes; an
+    /// entry whose field no longer holds what it recorded is stale and
+    /// ignored.
+    pub scalar_texts: Vec<TextScalar>,
 }
-
-/// Paths of untyped scalars and their text (see [`Resource::untyped`]).
-pub type UntypedScalars = Vec<(Vec<PathSeg>, String)>;
 
 impl Resource {
     /// Records that the scalars at `paths` are one node.
