@@ -396,6 +396,20 @@ fn new_node(next: Option<&PathElem>, leaf: CreateKind) -> Value {
 }
 
 impl Walker<'_, '_> {
+    /// [`Walker::walk`] into `node`, the child at `seg` of the node walked.
+    fn walk_at(
+        &mut self,
+        seg: PathSeg,
+        node: &mut Value,
+        path: &[PathElem],
+        untyped: bool,
+    ) -> Result<(), VisitError> {
+        self.trail.push(seg);
+        self.walk(node, path, untyped)?;
+        self.trail.pop();
+        Ok(())
+    }
+
     fn walk(
         &mut self,
         node: &mut Value,
@@ -413,9 +427,7 @@ impl Walker<'_, '_> {
                 Value::Null => Ok(()),
                 Value::Seq(items) => {
                     for (i, child) in items.iter_mut().enumerate() {
-                        self.trail.push(PathSeg::Index(i));
-                        self.walk(child, rest, false)?;
-                        self.trail.pop();
+                        self.walk_at(PathSeg::Index(i), child, rest, false)?;
                     }
                     Ok(())
                 }
@@ -457,12 +469,12 @@ impl Walker<'_, '_> {
             created = true;
         }
         match m.get_mut(name) {
-            Some(child) => {
-                self.trail.push(PathSeg::Key(name.to_string()));
-                self.walk(child, rest, created && rest.is_empty())?;
-                self.trail.pop();
-                Ok(())
-            }
+            Some(child) => self.walk_at(
+                PathSeg::Key(name.to_string()),
+                child,
+                rest,
+                created && rest.is_empty(),
+            ),
             None => Ok(()),
         }
     }
@@ -487,10 +499,7 @@ impl Walker<'_, '_> {
                 let len = items.len();
                 match items.get_mut(i) {
                     Some(child) => {
-                        self.trail.push(PathSeg::Index(i));
-                        self.walk(child, rest, created && rest.is_empty())?;
-                        self.trail.pop();
-                        Ok(())
+                        self.walk_at(PathSeg::Index(i), child, rest, created && rest.is_empty())
                     }
                     None => Err(VisitError::Path(index_error(i, len))),
                 }
@@ -564,9 +573,7 @@ impl Walker<'_, '_> {
                     .and_then(|m| m.get(key))
                     .is_some_and(|f| re.is_match(render(f).trim()));
                 if hit {
-                    self.trail.push(PathSeg::Index(idx));
-                    self.walk(elem, rest, false)?;
-                    self.trail.pop();
+                    self.walk_at(PathSeg::Index(idx), elem, rest, false)?;
                 }
             }
         }

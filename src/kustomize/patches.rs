@@ -556,17 +556,22 @@ pub fn apply_patch_entry(
     }
 }
 
-/// kustomize decodes a resource to patch it as JSON: a field a replacement
-/// gave text its type cannot read fails there (see
+/// kustomize patches a resource as JSON text and parses it again, so every
+/// node is new: links, nulls written as nothing (they become explicit
+/// `null`s) and kept scalar texts are forgotten. Decoding it fails on a
+/// field a replacement gave text its type cannot read (see
 /// `Resource::scalar_texts`), reported without the decoded map's type.
-fn check_mistyped(r: &Resource) -> Result<()> {
-    match mistyped_error(&r.obj, &r.scalar_texts) {
-        Some(e) => Err(Error::invalid(
+fn renew_nodes(r: &mut Resource) -> Result<()> {
+    if let Some(e) = mistyped_error(&r.obj, &r.scalar_texts) {
+        return Err(Error::invalid(
             e.strip_prefix("map[string]interface {}(nil): ")
                 .unwrap_or(&e),
-        )),
-        None => Ok(()),
+        ));
     }
+    r.links.clear();
+    r.empty_nulls.clear();
+    r.scalar_texts.clear();
+    Ok(())
 }
 
 /// Applies JSON patch operations to one resource as kustomize does: while
@@ -579,7 +584,7 @@ fn check_mistyped(r: &Resource) -> Result<()> {
 /// labels. They are removed afterwards, with the map when it is left empty
 /// and the resource had none.
 fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
-    check_mistyped(r)?;
+    renew_nodes(r)?;
     let had_annotations = r
         .obj
         .get("metadata")
@@ -599,11 +604,6 @@ fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
         }
     }
     let result = apply_json6902(&mut r.obj, ops);
-    // kustomize patches JSON text and parses it again: every node is new,
-    // and nulls written as nothing become explicit `null`s
-    r.links.clear();
-    r.empty_nulls.clear();
-    r.scalar_texts.clear();
     if let Some(Value::Map(meta)) = r.obj.get_mut("metadata") {
         let empty = match meta.get_mut("annotations") {
             Some(Value::Map(a)) => {
@@ -681,10 +681,7 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
             if r.has_internal_annotations() {
                 return json_patch_resource(r, &ops);
             }
-            check_mistyped(r)?;
-            r.links.clear();
-            r.empty_nulls.clear();
-            r.scalar_texts.clear();
+            renew_nodes(r)?;
             apply_json6902(&mut r.obj, &ops).map_err(|e| {
                 Error::invalid(format!("applying JSON patch to {}: {}", r.cur_id(), e.0))
             })

@@ -20,8 +20,7 @@ use super::kustomization::{
 use super::loader::Loader;
 use super::openapi::Schema;
 use super::patches;
-use super::replacement::TextScalar;
-use super::replacement::{self, ReplacementResource};
+use super::replacement::{self, ReplacementResource, TextScalar};
 use super::resid::ResId;
 use super::resource::Origin;
 use super::resource::{ResMap, Resource};
@@ -590,9 +589,6 @@ impl ReplacementResource for Resource {
     fn object(&self) -> &Value {
         &self.obj
     }
-    fn object_mut(&mut self) -> &mut Value {
-        &mut self.obj
-    }
     fn has_links(&self) -> bool {
         !self.links.is_empty()
     }
@@ -602,8 +598,8 @@ impl ReplacementResource for Resource {
     fn scalar_texts(&self) -> &[TextScalar] {
         &self.scalar_texts
     }
-    fn object_and_texts_mut(&mut self) -> (&mut Value, Option<&mut Vec<TextScalar>>) {
-        (&mut self.obj, Some(&mut self.scalar_texts))
+    fn object_and_texts_mut(&mut self) -> (&mut Value, &mut Vec<TextScalar>) {
+        (&mut self.obj, &mut self.scalar_texts)
     }
 }
 

@@ -296,8 +296,6 @@ pub trait ReplacementResource {
     fn ids(&self) -> Vec<ResId>;
     /// The resource document.
     fn object(&self) -> &Value;
-    /// The resource document, for writing targets.
-    fn object_mut(&mut self) -> &mut Value;
     /// Whether some of its scalars are linked (kustomize writes targets in
     /// place: a linked scalar changes its group).
     fn has_links(&self) -> bool {
@@ -307,13 +305,9 @@ pub trait ReplacementResource {
     fn written(&mut self, _before: &Value) {}
     /// Scalars earlier replacements wrote whose text is kept (see
     /// `Resource::scalar_texts`).
-    fn scalar_texts(&self) -> &[TextScalar] {
-        &[]
-    }
-    /// The document and, when the resource keeps them, its scalar texts.
-    fn object_and_texts_mut(&mut self) -> (&mut Value, Option<&mut Vec<TextScalar>>) {
-        (self.object_mut(), None)
-    }
+    fn scalar_texts(&self) -> &[TextScalar];
+    /// The document and its scalar texts, for writing targets.
+    fn object_and_texts_mut(&mut self) -> (&mut Value, &mut Vec<TextScalar>);
 }
 
 /// A scalar a replacement wrote whose text kyaml keeps apart from its
@@ -673,8 +667,6 @@ fn apply_target<R: ReplacementResource>(
             let before = res.has_links().then(|| res.object().clone());
             let source = live.filter(|l| l.index == i);
             let (obj, texts) = res.object_and_texts_mut();
-            let mut none = Vec::new();
-            let texts = texts.unwrap_or(&mut none);
             copy_to_target(obj, texts, value, source, t.options.as_ref(), &paths)?;
             if let Some(before) = before {
                 res.written(&before);
@@ -723,32 +715,25 @@ fn copy_to_target(
             let recorded = texts
                 .iter()
                 .position(|t| t.path.as_slice() == at && t.current(node));
-            let kept = match (created, recorded) {
-                (true, _) => Some(Kept {
+            let kept = if created {
+                Some(TextScalar {
+                    path: at.to_vec(),
                     text: String::new(),
                     tag: None,
-                }),
-                (false, Some(i)) => Some(Kept {
-                    text: texts[i].text.clone(),
-                    tag: texts[i].tag,
-                }),
-                (false, None) => None,
+                })
+            } else {
+                recorded.map(|i| texts.swap_remove(i))
             };
-            let written = set_field_value(node, kept, is_annotation(at), value, options)?;
+            // stale entries of this field go too
             texts.retain(|t| t.path.as_slice() != at);
-            if let Some(w) = &written {
-                texts.push(TextScalar {
-                    path: at.to_vec(),
-                    text: w.text.clone(),
-                    tag: w.tag,
-                });
-            }
+            let written = set_field_value(node, at, kept, value, options)?;
             if source_node == Some(node as *const Value) {
                 *value = ReplValue::from_value(node);
-                if let (ReplValue::Scalar { text, .. }, Some(w)) = (&mut *value, written) {
-                    *text = w.text;
+                if let (ReplValue::Scalar { text, .. }, Some(w)) = (&mut *value, &written) {
+                    text.clone_from(&w.text);
                 }
             }
+            texts.extend(written);
             Ok(())
         };
         match fieldpath::visit_matches(obj, path, kind, &mut f) {
@@ -761,28 +746,21 @@ fn copy_to_target(
     Ok(())
 }
 
-/// The text kept for a scalar (see [`TextScalar`]): the text and the type
-/// of the node (`None`: untyped).
-struct Kept {
-    text: String,
-    tag: Option<Tag>,
-}
-
-/// Writes `value` into one target node (kustomize's `setFieldValue`).
-/// `kept`: the node's kept text, if any (a node `create` just made is
-/// untyped with empty text). An untyped scalar is read as plain YAML,
-/// unless it is an annotation (`annotation`): kustomize reads every
-/// annotation back as its node's text when it drops its bookkeeping at the
-/// end of a build, so it keeps the text (`0777`, `~`, an empty string). A
-/// typed scalar given text its type cannot read holds that text as a
-/// string. Returns the text to keep, if any.
+/// Writes `value` into one target node at `at` (kustomize's
+/// `setFieldValue`). `kept`: the node's kept text, if any (a node `create`
+/// just made is untyped with empty text). An untyped scalar is read as
+/// plain YAML, unless it is an annotation: kustomize reads every annotation
+/// back as its node's text when it drops its bookkeeping at the end of a
+/// build, so it keeps the text (`0777`, `~`, an empty string). A typed
+/// scalar given text its type cannot read holds that text as a string.
+/// Returns the text to keep, if any.
 fn set_field_value(
     node: &mut Value,
-    kept: Option<Kept>,
-    annotation: bool,
+    at: &[PathSeg],
+    kept: Option<TextScalar>,
     value: &ReplValue,
     options: Option<&FieldOptions>,
-) -> Result<Option<Kept>, String> {
+) -> Result<Option<TextScalar>, String> {
     let scalar_target = !matches!(node, Value::Map(_) | Value::Seq(_));
     let mut text = None;
     if let Some(o) = options.filter(|o| !o.delimiter.is_empty()) {
@@ -806,35 +784,34 @@ fn set_field_value(
     }
     if scalar_target {
         let text = text.as_deref().unwrap_or(value.text());
+        // a scalar node has a type unless it is untyped
         let tag = match &kept {
             Some(k) => k.tag,
             None => Tag::of(node),
         };
-        let untyped = kept.is_some() && tag.is_none();
-        if untyped {
-            *node = if annotation {
+        let keep = |tag| TextScalar {
+            path: at.to_vec(),
+            text: text.to_string(),
+            tag,
+        };
+        let Some(tag) = tag else {
+            *node = if is_annotation(at) {
                 Value::String(text.to_string())
             } else {
                 coerce(None, text)?
             };
-            return Ok(Some(Kept {
-                text: text.to_string(),
-                tag: None,
-            }));
-        }
+            return Ok(Some(keep(None)));
+        };
         // kustomize fails on text its type cannot read only when it decodes
         // the resource (see `mistyped_error`)
-        return Ok(match coerce(tag, text) {
+        return Ok(match coerce(Some(tag), text) {
             Ok(v) => {
                 *node = v;
                 None
             }
             Err(_) => {
                 *node = Value::String(text.to_string());
-                Some(Kept {
-                    text: text.to_string(),
-                    tag,
-                })
+                Some(keep(Some(tag)))
             }
         });
     } else {
@@ -874,14 +851,11 @@ mod tests {
         fn object(&self) -> &Value {
             &self.obj
         }
-        fn object_mut(&mut self) -> &mut Value {
-            &mut self.obj
-        }
         fn scalar_texts(&self) -> &[TextScalar] {
             &self.texts
         }
-        fn object_and_texts_mut(&mut self) -> (&mut Value, Option<&mut Vec<TextScalar>>) {
-            (&mut self.obj, Some(&mut self.texts))
+        fn object_and_texts_mut(&mut self) -> (&mut Value, &mut Vec<TextScalar>) {
+            (&mut self.obj, &mut self.texts)
         }
     }
 
