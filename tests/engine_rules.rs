@@ -2498,3 +2498,121 @@ fn text_that_does_not_fit_a_typed_field_fails_only_if_it_stays() {
         "apiVersion: v1\ndata:\n  num: \"3\"\n  word: xhigh\nkind: ConfigMap\nmetadata:\n  name: src\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: db\nspec:\n  replicas: 3\n"
     );
 }
+
+/// kyaml prints a folded block scalar with go-yaml v3 and reads it back
+/// before output; that printer adds a line break before a more-indented
+/// line and at the end of a kept value, and joins the lines of a value that
+/// starts with a blank (expected text from `kubectl kustomize`). A field a
+/// strategic-merge patch adds keeps the patch's folded style too.
+#[test]
+fn folded_scalars_come_out_as_kyaml_prints_and_rereads_them() {
+    let out = ok(
+        &[
+            (
+                "/r/r.yaml",
+                "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: notes
+data:
+  plain: >
+    joined
+    lines
+  indented: >
+    text
+      more indented
+    back
+  kept: >+
+    keep
+
+  blank_first: >2
+      indented
+    second
+    third
+",
+            ),
+            (
+                "/r/p.yaml",
+                "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: notes
+data:
+  added: >-
+    from
+      the patch
+",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "resources: [r.yaml]\npatches:\n- path: p.yaml\n",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1
+data:
+  added: |-
+    from
+
+      the patch
+  blank_first: |2
+      indented
+    second third
+  indented: |
+    text
+
+      more indented
+    back
+  kept: |+
+    keep
+
+
+  plain: |
+    joined lines
+kind: ConfigMap
+metadata:
+  name: notes
+"
+    );
+}
+
+/// go-yaml takes a tab for indentation where a block scalar's indentation
+/// is not known yet: in the input (no indentation indicator), and when
+/// kyaml prints a value starting with a tab (it writes no indicator).
+#[test]
+fn block_scalars_starting_with_a_tab_fail_as_in_kustomize() {
+    let tab = |header: &str| {
+        err(
+            &[
+                (
+                    "/r/r.yaml",
+                    &format!(
+                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tabs\ndata:\n  k: \
+                         {header}\n    \tstarts with a tab\n"
+                    ),
+                ),
+                ("/r/kustomization.yaml", "resources: [r.yaml]\n"),
+            ],
+            "/r",
+        )
+    };
+    assert_eq!(
+        tab("|"),
+        "accumulating resources: accumulating resources from 'r.yaml': MalformedYAMLError: \
+         yaml: line 6: found a tab character where an indentation space is expected in File: \
+         r.yaml"
+    );
+    let printed = tab("|2");
+    assert!(
+        printed.contains(
+            "map[string]interface {}{\"apiVersion\":\"v1\", \"data\":map[string]interface \
+             {}{\"k\":\"\\tstarts with a tab\\n\"}, \"kind\":\"ConfigMap\", \
+             \"metadata\":map[string]interface {}{\"name\":\"tabs\"}}: yaml: line 6: found a \
+             tab character where an indentation space is expected"
+        ),
+        "{printed}"
+    );
+}

@@ -11,6 +11,9 @@ pub(super) struct Doc {
     /// Set when something JSON cannot encode may be present (non-string
     /// keys, infinite floats, out-of-range time zones).
     pub(super) json_problem: bool,
+    /// Line of the first block scalar kyaml's printer writes as text it
+    /// cannot read back (see `folded::tab_first`).
+    pub(super) tab_line: Option<u32>,
 }
 
 /// Pulls documents out of a saphyr event stream.
@@ -95,6 +98,9 @@ impl<'a> DocReader<'a> {
                             "yaml: found unknown escape character".to_owned()
                         };
                         Err(ParseError::new(msg, line, span.start.col() + 1))
+                    } else if let Err(e) = self.block_scalar_tab_checks(&mut b, &value, style, span)
+                    {
+                        Err(e)
                     } else {
                         let value = self.block_scalar_at_eof(value, style, span);
                         b.scalar(value, style, anchor, tag.as_deref(), span)
@@ -137,6 +143,98 @@ impl<'a> DocReader<'a> {
         let mut owned = value.into_owned();
         owned.pop();
         Cow::Owned(owned)
+    }
+
+    /// The checks on the tabs of a block scalar: libyaml's reading of the
+    /// input, and (resources) kyaml's printing of it later on.
+    fn block_scalar_tab_checks(
+        &mut self,
+        b: &mut Builder,
+        value: &str,
+        style: ScalarStyle,
+        span: Span,
+    ) -> Result<(), ParseError> {
+        if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
+            return Ok(());
+        }
+        self.block_scalar_tab(span)?;
+        if self.mode == Mode::Strict && b.tab_line.is_none() && folded::tab_first(value) {
+            b.tab_line = self.block_header(span).map(|(line, ..)| to_u32(line));
+        }
+        Ok(())
+    }
+
+    /// The header line of the block scalar whose content starts at `span`
+    /// (saphyr's span leaves the header out): its 1-based line, its text
+    /// from the indicator on, and the byte offset of the line after it.
+    pub(super) fn block_header(&mut self, span: Span) -> Option<(usize, &'a str, usize)> {
+        let src = self.src;
+        let content = self.byte_index(span.start.index());
+        let mut end = src.get(..content)?.rfind('\n')?;
+        let mut line = span.start.line();
+        loop {
+            line = line.checked_sub(1)?;
+            let from = src.get(..end)?.rfind('\n').map_or(0, |i| i + 1);
+            let text = src.get(from..end)?;
+            let code = text.split(" #").next().unwrap_or(text).trim_end();
+            let tail = code.trim_end_matches(|c: char| matches!(c, '+' | '-' | '0'..='9'));
+            if tail.ends_with(['|', '>']) {
+                let at = from + tail.len() - 1;
+                return Some((line, src.get(at..end)?, end + 1));
+            }
+            if !text.trim().is_empty() || from == 0 {
+                return None;
+            }
+            end = from - 1;
+        }
+    }
+
+    /// libyaml refuses a tab where it still reads indentation: in a block
+    /// scalar without an indentation indicator, on the lines before the
+    /// first content, and on a later line less indented than the content.
+    /// saphyr reads such a tab as content.
+    pub(super) fn block_scalar_tab(&mut self, span: Span) -> Result<(), ParseError> {
+        let Some((start, header, body)) = self.block_header(span) else {
+            return Ok(());
+        };
+        let given = header
+            .chars()
+            .skip(1)
+            .take_while(|c| matches!(c, '+' | '-' | '0'..='9'))
+            .any(|c| c.is_ascii_digit());
+        if given {
+            return Ok(());
+        }
+        let mut indent: Option<usize> = None;
+        let mut max_indent = 0;
+        for (k, l) in self.src.get(body..).unwrap_or("").split('\n').enumerate() {
+            let spaces = l.len() - l.trim_start_matches(' ').len();
+            let s = indent.map_or(spaces, |i| spaces.min(i));
+            let next = l.get(s..).and_then(|r| r.chars().next());
+            if next == Some('\t') && indent.is_none_or(|i| s < i) {
+                // go-yaml numbers the line of the scalar's start (1-based),
+                // or of the tab when the scalar starts on the first line
+                let line = if start > 1 { start } else { start + k + 1 };
+                return Err(ParseError::new(
+                    format!(
+                        "yaml: line {line}: found a tab character where an indentation space \
+                         is expected"
+                    ),
+                    start + k + 1,
+                    s + 1,
+                ));
+            }
+            if next.is_none() {
+                if indent.is_none() {
+                    max_indent = max_indent.max(s);
+                }
+                continue;
+            }
+            if s < *indent.get_or_insert(max_indent.max(s).max(1)) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Whether the double-quoted scalar at `span` uses the `\/` escape.
@@ -366,6 +464,8 @@ pub(super) enum Requote {
     Colon,
     /// An empty null (not plain in a flow collection or as a key).
     Empty,
+    /// A folded block scalar that kyaml's printer changes (see `folded`).
+    Folded,
 }
 
 /// An anchored node, ready to be copied by aliases.
@@ -386,6 +486,7 @@ pub(super) struct Builder {
     pub(super) total: usize,
     pub(super) aliased: usize,
     pub(super) json_problem: bool,
+    pub(super) tab_line: Option<u32>,
     pub(super) root: Option<N>,
     pub(super) inserted: Vec<(u32, u32)>,
     /// See `DocReader::patch`.
@@ -405,6 +506,7 @@ impl Builder {
             total: 0,
             aliased: 0,
             json_problem: false,
+            tab_line: None,
             root: None,
             inserted: Vec::new(),
         }
@@ -415,6 +517,7 @@ impl Builder {
             root: self.root.take().unwrap_or(N::Null),
             inserted: std::mem::take(&mut self.inserted),
             json_problem: self.json_problem,
+            tab_line: self.tab_line,
         }
     }
 
@@ -538,7 +641,19 @@ impl Builder {
                 line,
                 ..KeyMeta::default()
             };
-            (N::Str(value.into_owned()), meta, false)
+            let raw = value.into_owned();
+            // kyaml prints a folded scalar and reads it back (see `folded`)
+            let back = (self.mode == Mode::Strict && style == ScalarStyle::Folded && !is_key)
+                .then(|| folded::reread(&raw))
+                .flatten();
+            let node = match back {
+                Some(text) => {
+                    requote = Some(Requote::Folded);
+                    N::Requoted(Box::new((N::Str(raw), text)))
+                }
+                None => N::Str(raw),
+            };
+            (node, meta, false)
         } else {
             let mut s = resolve_event(self.mode, &value, style, tag);
             let direct_str = s.tag == RTag::Str;
@@ -602,6 +717,8 @@ impl Builder {
         match r {
             Requote::Colon => flow,
             Requote::Empty => flow || is_key,
+            // a flow collection or a key takes no block scalar
+            Requote::Folded => !flow && !is_key,
         }
     }
 
@@ -627,8 +744,12 @@ impl Builder {
         } else {
             (clone_deep(&a.node), a.meta.clone(), a.merge && is_key)
         };
-        if !ann && requote.is_some_and(|r| self.requotes(r, is_key)) {
+        if !ann && let Some(r) = requote.filter(|&r| self.requotes(r, is_key)) {
             let text = meta.text(&node).to_owned();
+            let text = match r {
+                Requote::Folded => folded::reread(&text).unwrap_or(text),
+                _ => text,
+            };
             node = N::Requoted(Box::new((node, text)));
             meta.str_tag = true;
         }

@@ -156,6 +156,29 @@ pub(super) fn finish_strict(
     empty_nulls: Option<&mut Vec<Vec<PathSeg>>>,
 ) -> Result<Value, ParseError> {
     let root = doc.root;
+    if let Some(line) = doc.tab_line {
+        // kustomize prints the resource as go-yaml decodes it from the
+        // nodes (nil when that fails), then the printer's error
+        let mut repr = String::new();
+        if decode_check(&root, Mode::Strict).is_some() {
+            repr.push_str("map[string]interface {}(nil)");
+        } else {
+            go_repr_n(&root, Mode::Strict, &mut repr);
+        }
+        // the printed line of the scalar's start, or of its first line
+        // when it starts the document (go-yaml numbers from 1 then)
+        let printed = LineMap::new(chunk.text, &doc.inserted).map((line, 0));
+        let printed = if printed > 1 { printed } else { printed + 1 };
+        drop_deep(root);
+        return Err(ParseError::new(
+            format!(
+                "{repr}: yaml: line {printed}: found a tab character where an indentation \
+                 space is expected"
+            ),
+            line as usize + chunk.line_offset,
+            0,
+        ));
+    }
     if let Some(err) = decode_check(&root, Mode::Strict) {
         let (message, line) = match err {
             DecodeErr::Fail(m) => (format!("map[string]interface {{}}(nil): yaml: {m}"), 0),

@@ -59,22 +59,7 @@ impl LineMap {
                     let body = match style {
                         _ if suppressed => 0,
                         ScalarStyle::Literal => value.lines().count(),
-                        ScalarStyle::Folded => {
-                            let parts: Vec<&str> = value.lines().collect();
-                            parts.len()
-                                + parts
-                                    .windows(2)
-                                    .filter(|w| match w {
-                                        [a, b] => {
-                                            !a.is_empty()
-                                                && !b.is_empty()
-                                                && !a.starts_with(' ')
-                                                && !b.starts_with(' ')
-                                        }
-                                        _ => false,
-                                    })
-                                    .count()
-                        }
+                        ScalarStyle::Folded => super::folded::written_lines(&value).len(),
                         _ => 0,
                     };
                     for k in 0..body {

@@ -439,6 +439,7 @@ enum Zone {
 
 mod builder;
 mod decode;
+mod folded;
 mod gofmt;
 mod input;
 mod lines;
