@@ -54,6 +54,51 @@ pub(super) fn patch_tab_after_colon(
     String::from_utf8(bytes).ok()
 }
 
+/// saphyr rejects a plain `-` that a flow indicator ends (`[-]`,
+/// `{a: -}`, `[-, x]`), which libyaml reads as the string `-`. Given that
+/// error, returns the text with that `-` quoted (two columns more on its
+/// line).
+pub(super) fn patch_dash_in_flow(text: &str, e: &ParseError, line_offset: usize) -> Option<String> {
+    if !e
+        .message
+        .contains("plain scalar cannot start with '-' followed by")
+    {
+        return None;
+    }
+    let line = e.line.checked_sub(line_offset)?;
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n').nth(line - 2)?.0 + 1
+    };
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
+    let bytes = text.as_bytes();
+    // the reported column is near the `-`: take the nearest bare `-`
+    // between a flow opener or separator and a flow indicator
+    let col = e.column.saturating_sub(1);
+    let at = text
+        .get(line_start..line_end)?
+        .char_indices()
+        .map(|(b, _)| line_start + b)
+        .filter(|&i| {
+            let before = bytes[line_start..i]
+                .iter()
+                .rev()
+                .find(|c| **c != b' ' && **c != b'\t');
+            bytes[i] == b'-'
+                && matches!(bytes.get(i + 1), Some(b',' | b']' | b'}'))
+                && matches!(before, Some(b'[' | b'{' | b',' | b':'))
+        })
+        .min_by_key(|&i| (i - line_start).abs_diff(col))?;
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push_str(&text[..at]);
+    out.push_str("'-'");
+    out.push_str(&text[at + 1..]);
+    Some(out)
+}
+
 /// Which of kustomize's two YAML readers is emulated.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Mode {

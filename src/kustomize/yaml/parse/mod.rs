@@ -122,6 +122,7 @@ pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
                 Err(e) if out.is_empty() => {
                     if retries < MAX_RETRIES
                         && let Some(patched) = patch_tab_after_colon(&text, &e, 0)
+                            .or_else(|| patch_dash_in_flow(&text, &e, 0))
                     {
                         retries += 1;
                         text = Cow::Owned(patched);
@@ -255,6 +256,7 @@ fn parse_strict_with(
                 Err(e) => {
                     let again = if retries < MAX_RETRIES {
                         patch_tab_after_colon(piece.text, &e, chunk.line_offset)
+                            .or_else(|| patch_dash_in_flow(piece.text, &e, chunk.line_offset))
                     } else {
                         None
                     };

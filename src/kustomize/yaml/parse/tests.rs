@@ -1033,3 +1033,16 @@ fn internal_helpers() {
     assert_eq!(go_parse_int("0"), Some(0));
     assert_eq!(go_parse_uint("+1"), None);
 }
+
+#[test]
+fn a_dash_ended_by_a_flow_indicator_is_a_string() {
+    // libyaml reads `-` before `,`, `]` or `}` as a plain scalar; saphyr
+    // refuses it
+    let v = spec("  a: {disk: -}\n  b: [-, x, -]\n  c: {k: [-]}\n");
+    assert_eq!(v.get("a").and_then(|m| m.get("disk")), Some(&s("-")));
+    assert_eq!(v.get("b"), Some(&Value::Seq(vec![s("-"), s("x"), s("-")])));
+    assert_eq!(
+        lenient("k: {a: -}\n")[0].get("k").and_then(|m| m.get("a")),
+        Some(&s("-"))
+    );
+}
