@@ -46,9 +46,10 @@
 //! [`timestamp`] (go-yaml's timestamps), [`builder`] (the event reader and
 //! the tree builder: anchors, aliases, merge keys, annotations),
 //! [`decode`] (what kustomize's decoding refuses: duplicate keys, non-string
-//! keys, values JSON cannot hold), [`lines`] (line numbers of the
-//! re-encoded document for its errors) and [`gofmt`] (Go's `%#v` and
-//! quoting in messages). This module holds the entry points and the tree
+//! keys, values JSON cannot hold), [`folded`] (what kyaml's printer makes
+//! of folded block scalars), [`lines`] (line numbers of the re-encoded
+//! document for its errors) and [`gofmt`] (Go's `%#v` and quoting in
+//! messages). This module holds the entry points and the tree
 //! they share.
 //!
 //! Known gaps: line numbers of duplicate keys inside alias copies, the exact
