@@ -166,8 +166,9 @@ impl<'a> DocReader<'a> {
 
     /// The header line of the block scalar whose content starts at `span`
     /// (saphyr's span leaves the header out): its 1-based line, its text
-    /// from the indicator on, and the byte offset of the line after it.
-    pub(super) fn block_header(&mut self, span: Span) -> Option<(usize, &'a str, usize)> {
+    /// from the indicator on, the byte offset of the line after it, and its
+    /// indentation.
+    pub(super) fn block_header(&mut self, span: Span) -> Option<(usize, &'a str, usize, usize)> {
         let src = self.src;
         let content = self.byte_index(span.start.index());
         let mut end = src.get(..content)?.rfind('\n')?;
@@ -180,7 +181,8 @@ impl<'a> DocReader<'a> {
             let tail = code.trim_end_matches(|c: char| matches!(c, '+' | '-' | '0'..='9'));
             if tail.ends_with(['|', '>']) {
                 let at = from + tail.len() - 1;
-                return Some((line, src.get(at..end)?, end + 1));
+                let indent = text.len() - text.trim_start_matches(' ').len();
+                return Some((line, src.get(at..end)?, end + 1, indent));
             }
             if !text.trim().is_empty() || from == 0 {
                 return None;
@@ -194,7 +196,7 @@ impl<'a> DocReader<'a> {
     /// first content, and on a later line less indented than the content.
     /// saphyr reads such a tab as content.
     pub(super) fn block_scalar_tab(&mut self, span: Span) -> Result<(), ParseError> {
-        let Some((start, header, body)) = self.block_header(span) else {
+        let Some((start, header, body, parent)) = self.block_header(span) else {
             return Ok(());
         };
         let given = header
@@ -230,7 +232,9 @@ impl<'a> DocReader<'a> {
                 }
                 continue;
             }
-            if s < *indent.get_or_insert(max_indent.max(s).max(1)) {
+            // the content is more indented than the line holding the header
+            // (libyaml: than the enclosing collection)
+            if s < *indent.get_or_insert(max_indent.max(s).max(parent + 1)) {
                 break;
             }
         }

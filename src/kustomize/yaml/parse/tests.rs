@@ -1046,3 +1046,22 @@ fn a_dash_ended_by_a_flow_indicator_is_a_string() {
         Some(&s("-"))
     );
 }
+
+#[test]
+fn tabs_in_block_scalar_indentation() {
+    // libyaml refuses a tab where it reads indentation
+    let err = |src: &str| match parse_documents_strict(src) {
+        Ok(v) => panic!("parsed {v:?} from {src:?}"),
+        Err(e) => e.message,
+    };
+    let msg = "yaml: line 2: found a tab character where an indentation space is expected";
+    assert_eq!(err("x: 1\nk: |\n  \tfirst\n"), msg);
+    assert_eq!(err("x: 1\nk: >\n\n  \tafter a blank line\n"), msg);
+    assert_eq!(err("x: 1\nk: |\n    a\n  \tless indented\n"), msg);
+    // a tab inside the content is text; an empty block scalar ends where
+    // the next entry starts
+    let v = spec("  a: |\n    x\n    \ty\n  c: |\n  d: \"p\n   \tq\"\n");
+    assert_eq!(v.get("a"), Some(&s("x\n\ty\n")));
+    assert_eq!(v.get("c"), Some(&s("")));
+    assert_eq!(v.get("d"), Some(&s("p q")));
+}
