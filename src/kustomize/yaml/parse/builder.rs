@@ -157,9 +157,12 @@ impl<'a> DocReader<'a> {
         if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
             return Ok(());
         }
-        self.block_scalar_tab(span)?;
+        let Some(header) = self.block_header(span) else {
+            return Ok(());
+        };
+        self.block_scalar_tab(header)?;
         if self.mode == Mode::Strict && b.tab_line.is_none() && folded::tab_first(value) {
-            b.tab_line = self.block_header(span).map(|(line, ..)| to_u32(line));
+            b.tab_line = Some(to_u32(header.0));
         }
         Ok(())
     }
@@ -194,11 +197,12 @@ impl<'a> DocReader<'a> {
     /// libyaml refuses a tab where it still reads indentation: in a block
     /// scalar without an indentation indicator, on the lines before the
     /// first content, and on a later line less indented than the content.
-    /// saphyr reads such a tab as content.
-    pub(super) fn block_scalar_tab(&mut self, span: Span) -> Result<(), ParseError> {
-        let Some((start, header, body, parent)) = self.block_header(span) else {
-            return Ok(());
-        };
+    /// saphyr reads such a tab as content. `header` is what
+    /// [`Self::block_header`] gives.
+    fn block_scalar_tab(
+        &self,
+        (start, header, body, parent): (usize, &str, usize, usize),
+    ) -> Result<(), ParseError> {
         let given = header
             .chars()
             .skip(1)

@@ -24,13 +24,8 @@ pub(super) fn patch_tab_after_colon(
     {
         return None;
     }
-    let line = e.line.checked_sub(line_offset)?;
     let col = e.column.checked_sub(1)?;
-    let line_start = if line <= 1 {
-        0
-    } else {
-        text.match_indices('\n').nth(line - 2)?.0 + 1
-    };
+    let line_start = line_start(text, e.line.checked_sub(line_offset)?)?;
     let rest = text.get(line_start..)?;
     let off = line_start + rest.char_indices().nth(col).map_or(rest.len(), |(b, _)| b);
     let mut bytes = text.as_bytes().to_vec();
@@ -65,12 +60,7 @@ pub(super) fn patch_dash_in_flow(text: &str, e: &ParseError, line_offset: usize)
     {
         return None;
     }
-    let line = e.line.checked_sub(line_offset)?;
-    let line_start = if line <= 1 {
-        0
-    } else {
-        text.match_indices('\n').nth(line - 2)?.0 + 1
-    };
+    let line_start = line_start(text, e.line.checked_sub(line_offset)?)?;
     let line_end = text[line_start..]
         .find('\n')
         .map_or(text.len(), |i| line_start + i);
@@ -83,13 +73,15 @@ pub(super) fn patch_dash_in_flow(text: &str, e: &ParseError, line_offset: usize)
         .char_indices()
         .map(|(b, _)| line_start + b)
         .filter(|&i| {
-            let before = bytes[line_start..i]
-                .iter()
-                .rev()
-                .find(|c| **c != b' ' && **c != b'\t');
             bytes[i] == b'-'
                 && matches!(bytes.get(i + 1), Some(b',' | b']' | b'}'))
-                && matches!(before, Some(b'[' | b'{' | b',' | b':'))
+                && matches!(
+                    bytes[line_start..i]
+                        .iter()
+                        .rev()
+                        .find(|c| **c != b' ' && **c != b'\t'),
+                    Some(b'[' | b'{' | b',' | b':')
+                )
         })
         .min_by_key(|&i| (i - line_start).abs_diff(col))?;
     let mut out = String::with_capacity(text.len() + 2);
@@ -97,6 +89,15 @@ pub(super) fn patch_dash_in_flow(text: &str, e: &ParseError, line_offset: usize)
     out.push_str("'-'");
     out.push_str(&text[at + 1..]);
     Some(out)
+}
+
+/// Byte offset where 1-based `line` of `text` starts.
+fn line_start(text: &str, line: usize) -> Option<usize> {
+    if line <= 1 {
+        Some(0)
+    } else {
+        Some(text.match_indices('\n').nth(line - 2)?.0 + 1)
+    }
 }
 
 /// Which of kustomize's two YAML readers is emulated.
