@@ -2616,3 +2616,73 @@ fn block_scalars_starting_with_a_tab_fail_as_in_kustomize() {
         "{printed}"
     );
 }
+
+// Rule: kyaml keeps the text a scalar was written with, and a replacement
+// copies that text: into a string field, an annotation or a delimited part
+// it stays as written (`0600`, `1.50`, `True`); a field the replacement
+// creates reads it as plain YAML again (384). A JSON patch on the source
+// re-creates its nodes from JSON, and the text is gone (expected text from
+// `kubectl kustomize`).
+#[test]
+fn replacements_copy_a_scalar_as_its_file_wrote_it() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/src/r.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  mode: 0600\n  ratio: 1.50\n  flag: True\n  day: 2001-12-14\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: t\ndata:\n  mode: x\n  image: \"repo:tag\"\n  count: \"1\"\n",
+        ),
+        ("/r/src/kustomization.yaml", "resources: [r.yaml]\n"),
+        (
+            "/r/ov/kustomization.yaml",
+            "resources: [../src]\nreplacements:\n- source: {kind: Widget, fieldPath: spec.mode}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [data.mode, metadata.annotations.mode, metadata.labels.mode, data.new-mode]\n    options: {create: true}\n- source: {kind: Widget, fieldPath: spec.ratio}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [data.image]\n    options: {delimiter: ':', index: 1}\n- source: {kind: Widget, fieldPath: spec.flag}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [metadata.annotations.flag]\n    options: {create: true}\n- source: {kind: Widget, fieldPath: spec.day}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [data.day]\n    options: {create: true}\n",
+        ),
+        (
+            "/r/jp/kustomization.yaml",
+            "resources: [../src]\nreplacements:\n- source: {kind: Widget, fieldPath: spec.mode}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [data.mode, metadata.annotations.mode, metadata.labels.mode, data.new-mode]\n    options: {create: true}\n- source: {kind: Widget, fieldPath: spec.ratio}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [data.image]\n    options: {delimiter: ':', index: 1}\n- source: {kind: Widget, fieldPath: spec.flag}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [metadata.annotations.flag]\n    options: {create: true}\n- source: {kind: Widget, fieldPath: spec.day}\n  targets:\n  - select: {kind: ConfigMap}\n    fieldPaths: [data.day]\n    options: {create: true}\npatches:\n- target: {kind: Widget}\n  patch: '[{\"op\": \"add\", \"path\": \"/metadata/labels\", \"value\": {\"a\": \"b\"}}]'\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r/ov"),
+        "apiVersion: v1\ndata:\n  count: \"1\"\n  day: \"2001-12-14T00:00:00Z\"\n  image: repo:1.50\n  mode: \"0600\"\n  new-mode: 384\nkind: ConfigMap\nmetadata:\n  annotations:\n    flag: \"True\"\n    mode: \"0600\"\n  labels:\n    mode: 384\n  name: t\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  day: \"2001-12-14T00:00:00Z\"\n  flag: true\n  mode: 384\n  ratio: 1.5\n",
+        "ov"
+    );
+    assert_eq!(
+        ok(files, "/r/jp"),
+        "apiVersion: v1\ndata:\n  count: \"1\"\n  day: \"2001-12-14T00:00:00Z\"\n  image: repo:1.5\n  mode: \"384\"\n  new-mode: 384\nkind: ConfigMap\nmetadata:\n  annotations:\n    flag: \"true\"\n    mode: \"384\"\n  labels:\n    mode: 384\n  name: t\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  labels:\n    a: b\n  name: w\nspec:\n  day: \"2001-12-14T00:00:00Z\"\n  flag: true\n  mode: 384\n  ratio: 1.5\n",
+        "jp"
+    );
+}
+
+// Rule: a var reads a scalar the way kyaml's `GetFieldValue` does: from its
+// text, by its type, with Go's `strconv` (`0600` is 600 and `-012` is -12,
+// where the resource itself prints 384 and -10; `0x1F` does not parse, and
+// the var is "not found"); a null or a timestamp gives its text (expected
+// text from `kubectl kustomize`).
+#[test]
+fn vars_read_a_scalar_from_its_text_by_its_type() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/ok/r.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  mode: 0600\n  neg: -012\n  ratio: 1.50\n  none: ~\n  day: 2001-12-14\n  flag: TRUE\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: x\n    args: [\"$(MODE)\", \"$(NEG)\", \"$(RATIO)\", \"$(NONE)\", \"$(DAY)\", \"$(FLAG)\", \"--mode=$(MODE) --none=$(NONE)\"]\n",
+        ),
+        (
+            "/r/ok/kustomization.yaml",
+            "resources: [r.yaml]\nvars:\n- name: MODE\n  objref: {kind: Widget, name: w, apiVersion: example.com/v1}\n  fieldref: {fieldpath: spec.mode}\n- name: NEG\n  objref: {kind: Widget, name: w, apiVersion: example.com/v1}\n  fieldref: {fieldpath: spec.neg}\n- name: RATIO\n  objref: {kind: Widget, name: w, apiVersion: example.com/v1}\n  fieldref: {fieldpath: spec.ratio}\n- name: NONE\n  objref: {kind: Widget, name: w, apiVersion: example.com/v1}\n  fieldref: {fieldpath: spec.none}\n- name: DAY\n  objref: {kind: Widget, name: w, apiVersion: example.com/v1}\n  fieldref: {fieldpath: spec.day}\n- name: FLAG\n  objref: {kind: Widget, name: w, apiVersion: example.com/v1}\n  fieldref: {fieldpath: spec.flag}\n",
+        ),
+        (
+            "/r/bad/r.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  hex: 0x1F\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: x\n    args: [\"$(HEX)\"]\n",
+        ),
+        (
+            "/r/bad/kustomization.yaml",
+            "resources: [r.yaml]\nvars:\n- name: HEX\n  objref: {kind: Widget, name: w, apiVersion: example.com/v1}\n  fieldref: {fieldpath: spec.hex}\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r/ok"),
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  day: \"2001-12-14T00:00:00Z\"\n  flag: true\n  mode: 384\n  neg: -10\n  none: null\n  ratio: 1.5\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - args:\n    - 600\n    - -12\n    - 1.5\n    - \"~\"\n    - \"2001-12-14\"\n    - true\n    - --mode=600 --none=~\n    image: x\n    name: c\n"
+    );
+    assert_eq!(
+        err(files, "/r/bad"),
+        "field specified in var 'HEX' not found in corresponding resource: spec.hex"
+    );
+}

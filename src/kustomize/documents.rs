@@ -141,28 +141,32 @@ fn factory_split(
     docs: Vec<parse::MarkedDocument>,
     file: &str,
 ) -> Result<Vec<parse::MarkedDocument>> {
-    let mut queue: std::collections::VecDeque<parse::MarkedDocument> = match docs.as_slice() {
-        [(only, _)] => match reader_unwraps(only) {
-            Some(items) => items.into_iter().map(|v| (v, Vec::new())).collect(),
+    use parse::MarkedDocument as Doc;
+    let mut queue: std::collections::VecDeque<Doc> = match docs.as_slice() {
+        [only] => match reader_unwraps(&only.value) {
+            Some(items) => items.into_iter().map(Doc::plain).collect(),
             None => docs.into(),
         },
         _ => docs.into(),
     };
     let mut out = Vec::new();
-    while let Some((d, nulls)) = queue.pop_front() {
-        let Some(m) = resource_map(d, file)? else {
+    while let Some(doc) = queue.pop_front() {
+        let Some(m) = resource_map(doc.value, file)? else {
             continue;
         };
         match list_items(&m, file)? {
             Some(items) => {
                 for it in items {
                     match reader_unwraps(it) {
-                        Some(inner) => queue.extend(inner.into_iter().map(|v| (v, Vec::new()))),
-                        None => queue.push_back((it.clone(), Vec::new())),
+                        Some(inner) => queue.extend(inner.into_iter().map(Doc::plain)),
+                        None => queue.push_back(Doc::plain(it.clone())),
                     }
                 }
             }
-            None => out.push((Value::Map(m), nulls)),
+            None => out.push(Doc {
+                value: Value::Map(m),
+                ..doc
+            }),
         }
     }
     Ok(out)
@@ -170,10 +174,10 @@ fn factory_split(
 
 /// [`factory_split`] for parsed documents (patches read as resources).
 pub fn split_stream(docs: Vec<Value>, file: &str) -> Result<Vec<Value>> {
-    let docs = docs.into_iter().map(|d| (d, Vec::new())).collect();
+    let docs = docs.into_iter().map(parse::MarkedDocument::plain).collect();
     Ok(factory_split(docs, file)?
         .into_iter()
-        .map(|(v, _)| v)
+        .map(|d| d.value)
         .collect())
 }
 

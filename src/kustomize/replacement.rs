@@ -310,30 +310,76 @@ pub trait ReplacementResource {
     fn object_and_texts_mut(&mut self) -> (&mut Value, &mut Vec<TextScalar>);
 }
 
-/// A scalar a replacement wrote whose text kyaml keeps apart from its
-/// value (see `Resource::scalar_texts`).
+/// A scalar whose text kyaml keeps apart from its value (see
+/// `Resource::scalar_texts`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TextScalar {
     /// Where it is in the resource.
     pub path: Vec<PathSeg>,
     /// Its text.
     pub text: String,
-    /// `None`: untyped (made by `create`); the field holds what the text
-    /// reads as (an annotation: the text). `Some(tag)`: a field of type
-    /// `tag` whose text that type cannot read; the field holds the text as
-    /// a string until fitting text replaces it.
-    pub tag: Option<Tag>,
+    pub kind: TextKind,
+}
+
+/// What a kept text says about its field.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TextKind {
+    /// Made by a replacement's `create`: untyped; the field holds what the
+    /// text reads as (an annotation: the text).
+    Untyped,
+    /// A field of type `tag` a replacement gave text that type cannot
+    /// read; the field holds the text as a string until fitting text
+    /// replaces it.
+    Mistyped(Tag),
+    /// A typed scalar as its file wrote it (`0600`, `1.50`, `True`, `~`, a
+    /// timestamp), holding this value (what the text reads as).
+    Written(Value),
 }
 
 impl TextScalar {
     /// Whether `node` still holds what this entry recorded.
-    fn current(&self, node: &Value) -> bool {
-        match self.tag {
-            Some(_) => node.as_str() == Some(self.text.as_str()),
-            None if is_annotation(&self.path) => node.as_str() == Some(self.text.as_str()),
-            None => *node == fieldpath::resolve_value(&self.text),
+    pub fn current(&self, node: &Value) -> bool {
+        match &self.kind {
+            TextKind::Mistyped(_) => node.as_str() == Some(self.text.as_str()),
+            TextKind::Untyped if is_annotation(&self.path) => {
+                node.as_str() == Some(self.text.as_str())
+            }
+            TextKind::Untyped => *node == fieldpath::resolve_value(&self.text),
+            // NaN is what it recorded too
+            TextKind::Written(Value::Float(f)) if f.is_nan() => {
+                matches!(node, Value::Float(g) if g.is_nan())
+            }
+            TextKind::Written(v) => node == v,
         }
     }
+
+    /// The kept texts of the typed scalars of a resource file that do not
+    /// print as written (see `MarkedDocument::written`), for `obj` as read.
+    pub fn written(obj: &Value, written: Vec<(Vec<PathSeg>, String)>) -> Vec<TextScalar> {
+        written
+            .into_iter()
+            .filter_map(|(path, text)| {
+                let v = value_at(obj, &path)?.clone();
+                Some(TextScalar {
+                    path,
+                    text,
+                    kind: TextKind::Written(v),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The kept text of the scalar at `path` of `obj`, if it is current.
+pub fn kept_text<'a>(
+    obj: &Value,
+    texts: &'a [TextScalar],
+    path: &[PathSeg],
+) -> Option<&'a TextScalar> {
+    let node = value_at(obj, path)?;
+    texts
+        .iter()
+        .find(|t| t.path.as_slice() == path && t.current(node))
 }
 
 /// The error kustomize reports when it decodes a resource holding a typed
@@ -341,7 +387,9 @@ impl TextScalar {
 /// never replaced by fitting text), if `obj` holds one.
 pub fn mistyped_error(obj: &Value, texts: &[TextScalar]) -> Option<String> {
     texts.iter().find_map(|t| {
-        let tag = t.tag?;
+        let TextKind::Mistyped(tag) = t.kind else {
+            return None;
+        };
         let node = value_at(obj, &t.path)?;
         if !t.current(node) {
             return None;
@@ -719,7 +767,7 @@ fn copy_to_target(
                 Some(TextScalar {
                     path: at.to_vec(),
                     text: String::new(),
-                    tag: None,
+                    kind: TextKind::Untyped,
                 })
             } else {
                 recorded.map(|i| texts.swap_remove(i))
@@ -786,13 +834,20 @@ fn set_field_value(
         let text = text.as_deref().unwrap_or(value.text());
         // a scalar node has a type unless it is untyped
         let tag = match &kept {
-            Some(k) => k.tag,
-            None => Tag::of(node),
+            Some(TextScalar {
+                kind: TextKind::Untyped,
+                ..
+            }) => None,
+            Some(TextScalar {
+                kind: TextKind::Mistyped(t),
+                ..
+            }) => Some(*t),
+            _ => Tag::of(node),
         };
-        let keep = |tag| TextScalar {
+        let keep = |tag: Option<Tag>| TextScalar {
             path: at.to_vec(),
             text: text.to_string(),
-            tag,
+            kind: tag.map_or(TextKind::Untyped, TextKind::Mistyped),
         };
         let Some(tag) = tag else {
             *node = if is_annotation(at) {

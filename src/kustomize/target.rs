@@ -19,6 +19,7 @@ use super::loader::{Loader, is_remote, remote_error};
 use super::openapi::Schema;
 use super::patches;
 use super::plugins;
+use super::replacement::TextScalar;
 use super::resid::Gvk;
 use super::resource::{Behavior, Origin, ResMap, Resource};
 use super::transform::{self, SubjectMode};
@@ -369,9 +370,10 @@ impl<'o> Target<'o> {
                         path: self.origin_path(entry),
                         ..Default::default()
                     });
-                    for (d, empty_nulls) in docs {
-                        let mut r = Resource::new(d);
-                        r.empty_nulls = empty_nulls;
+                    for d in docs {
+                        let mut r = Resource::new(d.value);
+                        r.empty_nulls = d.empty_nulls;
+                        r.scalar_texts = TextScalar::written(&r.obj, d.written);
                         check_resource(&r, entry)?;
                         r.origin = origin.clone();
                         ra.resources

@@ -6,12 +6,19 @@ use std::collections::HashMap;
 use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, Leaf, walk};
 use super::kustomization::VarEntry;
+use super::replacement::{self, Tag, TextKind, TextScalar};
 use super::resid::Gvk;
 use super::resource::ResMap;
-use super::yaml::Value;
+use super::yaml::{PathSeg, Value};
 
 /// Reads a value by a var field path (`spec.ports[0].port`, `a.b.[name=x].c`).
 pub fn get_field_value<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    field_at(obj, path).map(|(_, v)| v)
+}
+
+/// [`get_field_value`], with the path of the value found.
+fn field_at<'a>(obj: &'a Value, path: &str) -> Option<(Vec<PathSeg>, &'a Value)> {
+    let mut at = Vec::new();
     let mut cur = obj;
     for raw in path.split('.') {
         let mut parts: Vec<&str> = Vec::new();
@@ -29,22 +36,70 @@ pub fn get_field_value<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
         }
         for p in parts {
             cur = match cur {
-                Value::Map(m) => m.get(p)?,
+                Value::Map(m) => {
+                    at.push(PathSeg::Key(p.to_string()));
+                    m.get(p)?
+                }
                 Value::Seq(items) => {
-                    if let Some(inner) = p.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+                    let i = if let Some(inner) =
+                        p.strip_prefix('[').and_then(|s| s.strip_suffix(']'))
+                    {
                         let (k, v) = inner.split_once('=')?;
-                        items.iter().find(|it| {
+                        items.iter().position(|it| {
                             it.get(k).and_then(Value::scalar_to_string).as_deref() == Some(v)
                         })?
                     } else {
-                        items.get(p.parse::<usize>().ok()?)?
-                    }
+                        p.parse::<usize>().ok()?
+                    };
+                    at.push(PathSeg::Index(i));
+                    items.get(i)?
                 }
                 _ => return None,
             };
         }
     }
-    Some(cur)
+    Some((at, cur))
+}
+
+/// A var's value as kustomize reads it (kyaml's `GetFieldValue`): a
+/// scalar is parsed from its text by its type with Go's `strconv` (so
+/// `0600` is 600, and `0x1F`, `1_000` or `.inf` fail), and a null,
+/// timestamp or untyped scalar is its text. `kept`: the scalar's kept text
+/// (see `Resource::scalar_texts`). `None` when the text does not parse.
+fn var_value(node: &Value, kept: Option<&TextScalar>) -> Option<Value> {
+    let Some(kept) = kept else {
+        return match node {
+            Value::UInt(_) => None,
+            Value::Null => Some(Value::String("null".to_string())),
+            other => Some(other.clone()),
+        };
+    };
+    let text = kept.text.as_str();
+    let tag = match &kept.kind {
+        TextKind::Untyped => return Some(Value::String(text.to_string())),
+        TextKind::Mistyped(tag) => *tag,
+        TextKind::Written(v) => match v {
+            Value::Int(_) | Value::UInt(_) => Tag::Int,
+            Value::Float(_) => Tag::Float,
+            Value::Bool(_) => Tag::Bool,
+            _ => return Some(Value::String(text.to_string())),
+        },
+    };
+    match tag {
+        Tag::Int => text.parse::<i64>().ok().map(Value::Int),
+        Tag::Float => text
+            .parse::<f64>()
+            .ok()
+            // Go's ParseFloat refuses what overflows
+            .filter(|f| f.is_finite() || text.to_ascii_lowercase().contains("inf"))
+            .map(Value::Float),
+        Tag::Bool => match text {
+            "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(Value::Bool(true)),
+            "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        Tag::Str | Tag::Null => Some(Value::String(text.to_string())),
+    }
 }
 
 /// Registers vars against the resources they name (kustomize's MergeVars):
@@ -195,13 +250,16 @@ pub fn resolve_vars(m: &mut ResMap, vars: &[VarEntry], specs: &[FieldSpec]) -> R
                 v.name
             )));
         };
-        let Some(val) = get_field_value(&r.obj, &v.field_path) else {
+        let val = field_at(&r.obj, &v.field_path).and_then(|(at, node)| {
+            var_value(node, replacement::kept_text(&r.obj, &r.scalar_texts, &at))
+        });
+        let Some(val) = val else {
             return Err(Error::invalid(format!(
                 "field specified in var '{}' not found in corresponding resource: {}",
                 v.name, v.field_path
             )));
         };
-        values.insert(v.name.clone(), val.clone());
+        values.insert(v.name.clone(), val);
     }
     let mut used = Vec::new();
     for r in m.resources_mut().iter_mut() {

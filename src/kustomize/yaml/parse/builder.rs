@@ -14,6 +14,9 @@ pub(super) struct Doc {
     /// Line of the first block scalar kyaml's printer writes as text it
     /// cannot read back (see `folded::tab_first`).
     pub(super) tab_line: Option<u32>,
+    /// Typed scalars whose text is not how their value prints (see
+    /// `DocReader::written`).
+    pub(super) written: Vec<(Vec<PathSeg>, String)>,
 }
 
 /// Pulls documents out of a saphyr event stream.
@@ -32,6 +35,12 @@ pub(super) struct DocReader<'a> {
     /// Labels and annotations are read as their text, nulls included (a
     /// patch kustomize copies through `GetLabels`/`SetLabels`).
     pub(super) meta_text: bool,
+    /// Record the paths and texts of the typed scalars whose text is not
+    /// how their value prints (`0600`, `1.50`, `True`, `~`, a timestamp,
+    /// `!!binary`): kyaml keeps a scalar's text, and a replacement or a
+    /// var reads it (strict mode, outside annotations; not through
+    /// aliases or merge keys).
+    pub(super) written: bool,
 }
 
 impl<'a> DocReader<'a> {
@@ -45,6 +54,7 @@ impl<'a> DocReader<'a> {
             cursor: (0, 0),
             patch: false,
             meta_text: false,
+            written: false,
         }
     }
 
@@ -56,6 +66,7 @@ impl<'a> DocReader<'a> {
         let mut b = Builder::new(self.mode);
         b.patch = self.patch;
         b.meta_text = self.meta_text;
+        b.written = self.written.then(Vec::new);
         let mut in_doc = false;
         loop {
             let Some(item) = self.parser.next_event() else {
@@ -501,6 +512,8 @@ pub(super) struct Builder {
     pub(super) patch: bool,
     /// See `DocReader::meta_text`.
     pub(super) meta_text: bool,
+    /// See `DocReader::written` (`None`: not recorded).
+    pub(super) written: Option<Vec<(Vec<PathSeg>, String)>>,
 }
 
 impl Builder {
@@ -508,6 +521,7 @@ impl Builder {
         Builder {
             patch: false,
             meta_text: false,
+            written: None,
             mode,
             stack: Vec::new(),
             anchors: HashMap::new(),
@@ -526,6 +540,7 @@ impl Builder {
             inserted: std::mem::take(&mut self.inserted),
             json_problem: self.json_problem,
             tab_line: self.tab_line,
+            written: self.written.take().unwrap_or_default(),
         }
     }
 
@@ -691,6 +706,14 @@ impl Builder {
                 N::Time(t) if t.rfc3339().is_err() => self.json_problem = true,
                 _ => {}
             }
+            if !is_key
+                && self.written.is_some()
+                && !prints_as(&s.node, &value)
+                && let Some(path) = self.value_path()
+                && let Some(w) = self.written.as_mut()
+            {
+                w.push((path, value.to_string()));
+            }
             let raw = if (is_key || anchor != 0) && !matches!(&s.node, N::Str(x) if *x == *value) {
                 Some(Box::from(&*value))
             } else {
@@ -717,6 +740,24 @@ impl Builder {
             requote,
         };
         self.complete(done, anchor)
+    }
+
+    /// Where the value being read goes in the document; `None` inside a
+    /// merge key's value or under a key that is not a string.
+    fn value_path(&self) -> Option<Vec<PathSeg>> {
+        self.stack
+            .iter()
+            .map(|f| match &f.body {
+                Body::Seq(items) => Some(PathSeg::Index(items.len())),
+                Body::Map(MapBody {
+                    pending: Some(pk), ..
+                }) if !pk.merge => match &pk.key {
+                    N::Str(k) => Some(PathSeg::Key(k.clone())),
+                    _ => None,
+                },
+                Body::Map(_) => None,
+            })
+            .collect()
     }
 
     /// Whether a scalar of this kind gets quoted by the encoder here.
@@ -1470,5 +1511,21 @@ impl Drop for Builder {
         if let Some(root) = self.root.take() {
             drop_deep(root);
         }
+    }
+}
+
+/// Whether `text`, read as `node`, is how krmsync prints that value (a
+/// string is its text; `Requoted` nodes are left alone).
+fn prints_as(node: &N, text: &str) -> bool {
+    match node {
+        N::Str(s) => s == text,
+        N::Int(i) => *text == i.to_string(),
+        N::UInt(u) => *text == u.to_string(),
+        N::Float(f) => text == crate::kustomize::yaml::format_float(*f),
+        N::Bool(b) => text == if *b { "true" } else { "false" },
+        N::Null => text == "null",
+        N::Time(t) => t.rfc3339().is_ok_and(|r| r == text),
+        N::EmptyNull | N::Bytes(_) => false,
+        N::Requoted(_) | N::Fail(_) | N::Seq(_) | N::Map(_) => true,
     }
 }

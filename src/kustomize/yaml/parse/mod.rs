@@ -148,14 +148,14 @@ pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
 /// Line numbers in syntax errors count from the start of the piece, like
 /// kustomize's.
 pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
-    parse_strict(src, false, false).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
+    parse_strict(src, false, false).map(|docs| docs.into_iter().map(|d| d.value).collect())
 }
 
 /// [`parse_documents_strict`] for strategic-merge patches: a null
 /// annotation value (`null`, `~` or nothing) is a null, which deletes the
 /// annotation, where a resource keeps its text.
 pub fn parse_documents_strict_patch(src: &str) -> Result<Vec<Value>, ParseError> {
-    parse_strict(src, false, true).map(|docs| docs.into_iter().map(|(v, _)| v).collect())
+    parse_strict(src, false, true).map(|docs| docs.into_iter().map(|d| d.value).collect())
 }
 
 /// [`parse_documents_strict_patch`] for the patches kustomize applies
@@ -168,7 +168,8 @@ pub fn parse_documents_strict_copy_merge(src: &str) -> Result<Vec<Value>, ParseE
     let docs = parse_strict_with(src, false, true, true)?;
     Ok(docs
         .into_iter()
-        .map(|(mut v, _)| {
+        .map(|d| {
+            let mut v = d.value;
             if let Some(meta) = v.get_mut("metadata").and_then(Value::as_map_mut) {
                 for field in ["labels", "annotations"] {
                     let keep = match meta.get_mut(field) {
@@ -193,17 +194,38 @@ pub fn parse_documents_strict_copy_merge(src: &str) -> Result<Vec<Value>, ParseE
         .collect())
 }
 
-/// [`parse_documents_strict`], with the paths of the nulls written as
-/// nothing (`key:`) in each document, which kustomize keeps apart from
-/// explicit `null`s (a strategic-merge patch drops them).
+/// [`parse_documents_strict`], with what kyaml keeps of each document
+/// beside its values (see [`MarkedDocument`]).
 pub fn parse_documents_strict_marking_empty_nulls(
     src: &str,
 ) -> Result<Vec<MarkedDocument>, ParseError> {
     parse_strict(src, true, false)
 }
 
-/// A document and the paths of its nulls written as nothing.
-pub type MarkedDocument = (Value, Vec<Vec<PathSeg>>);
+/// A resource document and what kyaml keeps of it beside its values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MarkedDocument {
+    pub value: Value,
+    /// Paths of the nulls written as nothing (`key:`), which kustomize
+    /// keeps apart from explicit `null`s (a strategic-merge patch drops
+    /// them).
+    pub empty_nulls: Vec<Vec<PathSeg>>,
+    /// Paths and texts of the typed scalars whose text is not how their
+    /// value prints (`0600`, `1.50`, `True`, `~`, `2001-12-14`): kyaml
+    /// keeps a scalar's text, and replacements and vars read it. Not
+    /// recorded through aliases and merge keys.
+    pub written: Vec<(Vec<PathSeg>, String)>,
+}
+
+impl MarkedDocument {
+    /// A document with nothing kept beside it.
+    pub fn plain(value: Value) -> MarkedDocument {
+        MarkedDocument {
+            value,
+            ..MarkedDocument::default()
+        }
+    }
+}
 
 fn parse_strict(src: &str, mark: bool, patch: bool) -> Result<Vec<MarkedDocument>, ParseError> {
     parse_strict_with(src, mark, patch, false)
@@ -244,16 +266,22 @@ fn parse_strict_with(
             reader.line_offset = chunk.line_offset;
             reader.patch = patch;
             reader.meta_text = meta_text;
+            reader.written = mark;
             let mut nulls = Vec::new();
             match reader.next_document() {
                 Ok(Some(mut doc)) => {
                     if patch {
                         keep_first_root_keys(&mut doc.root);
                     }
-                    let v = finish_strict(doc, piece, mark.then_some(&mut nulls))?;
-                    break (v, nulls);
+                    let written = std::mem::take(&mut doc.written);
+                    let value = finish_strict(doc, piece, mark.then_some(&mut nulls))?;
+                    break MarkedDocument {
+                        value,
+                        empty_nulls: nulls,
+                        written,
+                    };
                 }
-                Ok(None) => break (Value::Null, nulls),
+                Ok(None) => break MarkedDocument::plain(Value::Null),
                 Err(e) => {
                     let again = if retries < MAX_RETRIES {
                         patch_tab_after_colon(piece.text, &e, chunk.line_offset)

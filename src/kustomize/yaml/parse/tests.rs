@@ -1065,3 +1065,39 @@ fn tabs_in_block_scalar_indentation() {
     assert_eq!(v.get("c"), Some(&s("")));
     assert_eq!(v.get("d"), Some(&s("p q")));
 }
+
+#[test]
+fn typed_scalars_keep_the_text_they_do_not_print_as() {
+    let docs = parse_documents_strict_marking_empty_nulls(
+        "metadata:\n  name: p\n  annotations:\n    a: 0600\nspec:\n  mode: 0600\n  port: 80\n  \
+         ratio: 1.50\n  half: 0.5\n  flag: True\n  on: true\n  none: ~\n  nul: null\n  \
+         day: 2001-12-14\n  quoted: \"0600\"\n  tagged: !!int 0600\n  list: [1, 0x1F, {x: +1}]\n  \
+         base: &b 007\n  copy: *b\n  merged:\n    <<: {m: 010}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let key = |k: &str| PathSeg::Key(k.to_owned());
+    let at = |p: &[&str]| -> Vec<PathSeg> { p.iter().map(|k| key(k)).collect() };
+    let mut list = at(&["spec", "list"]);
+    list.push(PathSeg::Index(1));
+    let mut inner = at(&["spec", "list"]);
+    inner.extend([PathSeg::Index(2), key("x")]);
+    let expected: Vec<(Vec<PathSeg>, String)> = vec![
+        (at(&["spec", "mode"]), "0600".into()),
+        (at(&["spec", "ratio"]), "1.50".into()),
+        (at(&["spec", "flag"]), "True".into()),
+        (at(&["spec", "none"]), "~".into()),
+        (at(&["spec", "day"]), "2001-12-14".into()),
+        (at(&["spec", "tagged"]), "0600".into()),
+        (list, "0x1F".into()),
+        (inner, "+1".into()),
+        // the anchor's own text; alias copies and merged keys keep none
+        (at(&["spec", "base"]), "007".into()),
+    ];
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0].written, expected);
+    // parsing without marking keeps nothing
+    assert_eq!(
+        parse_documents_strict("spec:\n  mode: 0600\n").map(|d| d.len()),
+        Ok(1)
+    );
+}
