@@ -2686,3 +2686,41 @@ fn vars_read_a_scalar_from_its_text_by_its_type() {
         "field specified in var 'HEX' not found in corresponding resource: spec.hex"
     );
 }
+
+// Rule: the images transformer writes an image through kyaml's scalar
+// setter, which leaves the node untyped: its text reads as plain YAML (a
+// new name `7` is the number 7, `null` a null), and so does text a later
+// replacement writes there (`3` into a rewritten image is a number, into
+// an untouched one a string). The custom field specs of `configurations:`
+// behave the same (expected text from `kubectl kustomize`).
+#[test]
+fn images_the_images_transformer_rewrote_are_untyped() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/base/r.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: src\ndata:\n  n: \"3\"\n  b: \"true\"\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: nginx\n      - name: b\n        image: busybox\n      - name: c\n        image: redis\n---\napiVersion: example.com/v1\nkind: Job\nmetadata:\n  name: j\nspec:\n  runner:\n    image: alpine\n",
+        ),
+        (
+            "/r/base/images.yaml",
+            "images:\n- path: spec/runner/image\n  kind: Job\n",
+        ),
+        (
+            "/r/base/kustomization.yaml",
+            "resources: [r.yaml]\nconfigurations: [images.yaml]\nimages:\n- name: nginx\n  newTag: \"1.25\"\n- name: busybox\n  newName: \"7\"\n- name: alpine\n  newName: \"null\"\n",
+        ),
+        (
+            "/r/ov/kustomization.yaml",
+            "resources: [../base]\nreplacements:\n- source: {kind: ConfigMap, fieldPath: data.n}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: ['spec.template.spec.containers.[name=a].image', 'spec.template.spec.containers.[name=c].image']\n- source: {kind: ConfigMap, fieldPath: data.b}\n  targets:\n  - select: {kind: Job}\n    fieldPaths: [spec.runner.image]\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r/base"),
+        "apiVersion: v1\ndata:\n  b: \"true\"\n  \"n\": \"3\"\nkind: ConfigMap\nmetadata:\n  name: src\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - image: nginx:1.25\n        name: a\n      - image: 7\n        name: b\n      - image: redis\n        name: c\n---\napiVersion: example.com/v1\nkind: Job\nmetadata:\n  name: j\nspec:\n  runner:\n    image: null\n",
+        "base"
+    );
+    assert_eq!(
+        ok(files, "/r/ov"),
+        "apiVersion: v1\ndata:\n  b: \"true\"\n  \"n\": \"3\"\nkind: ConfigMap\nmetadata:\n  name: src\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - image: 3\n        name: a\n      - image: 7\n        name: b\n      - image: \"3\"\n        name: c\n---\napiVersion: example.com/v1\nkind: Job\nmetadata:\n  name: j\nspec:\n  runner:\n    image: true\n",
+        "ov"
+    );
+}

@@ -8,6 +8,7 @@ use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, Leaf, walk, walk_with_path};
 use super::kustomization::{ImageEntry, ReplicaEntry};
 use super::openapi::Schema;
+use super::replacement::{TextKind, TextScalar};
 use super::resid::Gvk;
 use super::resource::{PathSeg, ResMap, Resource};
 use super::yaml::{Mapping, Value, parse};
@@ -380,11 +381,32 @@ impl ImageRule {
     }
 }
 
-fn rewrite_image_field(v: &mut Value, rule: &ImageRule) {
-    if let Some(s) = v.as_str()
-        && let Some(new) = rule.rewrite(s)
-    {
-        *v = Value::String(new);
+fn rewrite_image_field(v: &mut Value, rule: &ImageRule) -> Option<String> {
+    let new = rule.rewrite(v.as_str()?)?;
+    *v = untyped(&new);
+    Some(new)
+}
+
+/// A field kyaml's scalar setter wrote: the node it puts there has no tag,
+/// so the text reads as plain YAML (an image `3` is the number 3), and a
+/// later replacement writing there does too (see `TextKind::Untyped`).
+/// The node keeps the old one's quoting, which krmsync does not track: a
+/// quoted image stays a string in kustomize; this takes the plain style
+/// images are written in.
+fn untyped(text: &str) -> Value {
+    crate::kustomize::fieldpath::resolve_value(text)
+}
+
+/// Records the fields the images transformer rewrote as untyped (see
+/// [`untyped`]).
+fn keep_untyped(r: &mut Resource, written: Vec<(Vec<PathSeg>, String)>) {
+    for (path, text) in written {
+        r.scalar_texts.retain(|t| t.path != path);
+        r.scalar_texts.push(TextScalar {
+            path,
+            text,
+            kind: TextKind::Untyped,
+        });
     }
 }
 
@@ -456,35 +478,44 @@ impl ImageRules {
     }
 }
 
-fn rewrite_image_field_all(v: &mut Value, rules: &ImageRules) {
-    if let Some(s) = v.as_str()
-        && let Some(new) = rules.apply(s)
-    {
-        *v = Value::String(new);
-    }
-}
-
-/// Finds every `containers` / `initContainers` list anywhere in the object.
-fn legacy_images(v: &mut Value, rules: &ImageRules) {
+/// Finds every `containers` / `initContainers` list anywhere in the
+/// object; the images rewritten go to `written` with their paths (`at`:
+/// the path of `v`).
+fn legacy_images(
+    v: &mut Value,
+    rules: &ImageRules,
+    at: &mut Vec<PathSeg>,
+    written: &mut Vec<(Vec<PathSeg>, String)>,
+) {
     match v {
         Value::Map(m) => {
             for (k, child) in m.iter_mut() {
+                at.push(PathSeg::Key(k.clone()));
                 if (k == "containers" || k == "initContainers")
                     && let Value::Seq(items) = child
                 {
-                    for c in items.iter_mut() {
-                        if let Some(img) = c.get_mut("image") {
-                            rewrite_image_field_all(img, rules);
+                    for (i, c) in items.iter_mut().enumerate() {
+                        if let Some(img) = c.get_mut("image")
+                            && let Some(s) = img.as_str()
+                            && let Some(new) = rules.apply(s)
+                        {
+                            *img = untyped(&new);
+                            let mut path = at.clone();
+                            path.extend([PathSeg::Index(i), PathSeg::Key("image".into())]);
+                            written.push((path, new));
                         }
                     }
-                    continue;
+                } else {
+                    legacy_images(child, rules, at, written);
                 }
-                legacy_images(child, rules);
+                at.pop();
             }
         }
         Value::Seq(items) => {
-            for i in items {
-                legacy_images(i, rules);
+            for (i, item) in items.iter_mut().enumerate() {
+                at.push(PathSeg::Index(i));
+                legacy_images(item, rules, at, written);
+                at.pop();
             }
         }
         _ => {}
@@ -535,8 +566,10 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
                 walk(&mut r.obj, &spec, Leaf::Scalar, &mut |_| Ok(()))?;
             }
         }
+        let mut written = Vec::new();
         if let Some(indexed) = &indexed {
-            legacy_images(&mut r.obj, indexed);
+            legacy_images(&mut r.obj, indexed, &mut Vec::new(), &mut written);
+            keep_untyped(r, written);
             continue;
         }
         for rule in &rules {
@@ -544,19 +577,22 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
                 entry: rule.entry.clone(),
                 matcher: rule.matcher.clone(),
             }]);
-            legacy_images(&mut r.obj, &one);
+            legacy_images(&mut r.obj, &one, &mut Vec::new(), &mut written);
             for fs in &custom {
                 if !fs.applies_to(&gvk) {
                     continue;
                 }
                 let mut spec = fs.clone();
                 spec.create = false;
-                walk(&mut r.obj, &spec, Leaf::Scalar, &mut |v| {
-                    rewrite_image_field(v, rule);
+                walk_with_path(&mut r.obj, &spec, Leaf::Scalar, &mut |at, v| {
+                    if let Some(new) = rewrite_image_field(v, rule) {
+                        written.push((at.to_vec(), new));
+                    }
                     Ok(())
                 })?;
             }
         }
+        keep_untyped(r, written);
     }
     Ok(())
 }
