@@ -370,16 +370,11 @@ impl TextScalar {
     }
 }
 
-/// The kept text of the scalar at `path` of `obj`, if it is current.
-pub fn kept_text<'a>(
-    obj: &Value,
-    texts: &'a [TextScalar],
-    path: &[PathSeg],
-) -> Option<&'a TextScalar> {
-    let node = value_at(obj, path)?;
+/// The kept text of `node`, a node of `obj`, if it is current.
+pub fn kept_text<'a>(obj: &Value, texts: &'a [TextScalar], node: &Value) -> Option<&'a TextScalar> {
     texts
         .iter()
-        .find(|t| t.path.as_slice() == path && t.current(node))
+        .find(|t| value_at(obj, &t.path).is_some_and(|n| std::ptr::eq(n, node) && t.current(n)))
 }
 
 /// The error kustomize reports when it decodes a resource holding a typed
@@ -606,9 +601,7 @@ fn value_of(obj: &Value, texts: &[TextScalar], src: &SourceSelector) -> Result<R
     let mut value = ReplValue::from_value(node);
     // a scalar whose text is kept gives that text
     if let ReplValue::Scalar { text, .. } = &mut value
-        && let Some(t) = texts
-            .iter()
-            .find(|t| value_at(obj, &t.path).is_some_and(|n| std::ptr::eq(n, node) && t.current(n)))
+        && let Some(t) = kept_text(obj, texts, node)
     {
         text.clone_from(&t.text);
     }

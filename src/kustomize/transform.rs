@@ -381,8 +381,13 @@ impl ImageRule {
     }
 }
 
-fn rewrite_image_field(v: &mut Value, rule: &ImageRule) -> Option<String> {
-    let new = rule.rewrite(v.as_str()?)?;
+/// Rewrites the image `v` by `rewrite` (which says whether its rule
+/// matched); returns the new text.
+fn rewrite_image_field(
+    v: &mut Value,
+    rewrite: impl FnOnce(&str) -> Option<String>,
+) -> Option<String> {
+    let new = rewrite(v.as_str()?)?;
     *v = untyped(&new);
     Some(new)
 }
@@ -496,10 +501,8 @@ fn legacy_images(
                 {
                     for (i, c) in items.iter_mut().enumerate() {
                         if let Some(img) = c.get_mut("image")
-                            && let Some(s) = img.as_str()
-                            && let Some(new) = rules.apply(s)
+                            && let Some(new) = rewrite_image_field(img, |s| rules.apply(s))
                         {
-                            *img = untyped(&new);
                             let mut path = at.clone();
                             path.extend([PathSeg::Index(i), PathSeg::Key("image".into())]);
                             written.push((path, new));
@@ -569,8 +572,6 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
         let mut written = Vec::new();
         if let Some(indexed) = &indexed {
             legacy_images(&mut r.obj, indexed, &mut Vec::new(), &mut written);
-            keep_untyped(r, written);
-            continue;
         }
         for rule in &rules {
             let one = ImageRules::new(vec![ImageRule {
@@ -585,7 +586,7 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
                 let mut spec = fs.clone();
                 spec.create = false;
                 walk_with_path(&mut r.obj, &spec, Leaf::Scalar, &mut |at, v| {
-                    if let Some(new) = rewrite_image_field(v, rule) {
+                    if let Some(new) = rewrite_image_field(v, |s| rule.rewrite(s)) {
                         written.push((at.to_vec(), new));
                     }
                     Ok(())

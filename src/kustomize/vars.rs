@@ -9,16 +9,10 @@ use super::kustomization::VarEntry;
 use super::replacement::{self, Tag, TextKind, TextScalar};
 use super::resid::Gvk;
 use super::resource::ResMap;
-use super::yaml::{PathSeg, Value};
+use super::yaml::Value;
 
 /// Reads a value by a var field path (`spec.ports[0].port`, `a.b.[name=x].c`).
 pub fn get_field_value<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    field_at(obj, path).map(|(_, v)| v)
-}
-
-/// [`get_field_value`], with the path of the value found.
-fn field_at<'a>(obj: &'a Value, path: &str) -> Option<(Vec<PathSeg>, &'a Value)> {
-    let mut at = Vec::new();
     let mut cur = obj;
     for raw in path.split('.') {
         let mut parts: Vec<&str> = Vec::new();
@@ -36,29 +30,22 @@ fn field_at<'a>(obj: &'a Value, path: &str) -> Option<(Vec<PathSeg>, &'a Value)>
         }
         for p in parts {
             cur = match cur {
-                Value::Map(m) => {
-                    at.push(PathSeg::Key(p.to_string()));
-                    m.get(p)?
-                }
+                Value::Map(m) => m.get(p)?,
                 Value::Seq(items) => {
-                    let i = if let Some(inner) =
-                        p.strip_prefix('[').and_then(|s| s.strip_suffix(']'))
-                    {
+                    if let Some(inner) = p.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
                         let (k, v) = inner.split_once('=')?;
-                        items.iter().position(|it| {
+                        items.iter().find(|it| {
                             it.get(k).and_then(Value::scalar_to_string).as_deref() == Some(v)
                         })?
                     } else {
-                        p.parse::<usize>().ok()?
-                    };
-                    at.push(PathSeg::Index(i));
-                    items.get(i)?
+                        items.get(p.parse::<usize>().ok()?)?
+                    }
                 }
                 _ => return None,
             };
         }
     }
-    Some((at, cur))
+    Some(cur)
 }
 
 /// A var's value as kustomize reads it (kyaml's `GetFieldValue`): a
@@ -250,8 +237,8 @@ pub fn resolve_vars(m: &mut ResMap, vars: &[VarEntry], specs: &[FieldSpec]) -> R
                 v.name
             )));
         };
-        let val = field_at(&r.obj, &v.field_path).and_then(|(at, node)| {
-            var_value(node, replacement::kept_text(&r.obj, &r.scalar_texts, &at))
+        let val = get_field_value(&r.obj, &v.field_path).and_then(|node| {
+            var_value(node, replacement::kept_text(&r.obj, &r.scalar_texts, node))
         });
         let Some(val) = val else {
             return Err(Error::invalid(format!(
