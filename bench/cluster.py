@@ -76,7 +76,8 @@ def apply_list(items, server_side=True, manager="krmsync-bench"):
 
 
 def chunks(xs, n):
-    return [xs[i::n] for i in range(n)]
+    """`xs` dealt into at most `n` non-empty parts."""
+    return [part for part in (xs[i::n] for i in range(n)) if part]
 
 
 def configmap(name, ns, i):
