@@ -2724,3 +2724,67 @@ fn images_the_images_transformer_rewrote_are_untyped() {
         "ov"
     );
 }
+
+// Rule: kyaml reads a scalar's text whatever its type, so a name written
+// as a number, a boolean or a float (`name: 23`, `name: 1.50`) is the name
+// `23` or `1.50`: ids, patch targets, strategic-merge patches and name
+// references all use that text. The scalar setters (namePrefix/nameSuffix,
+// name references, images) keep the node's style and drop its tag: a
+// plain-written scalar gets text that reads as plain YAML again (`1230`
+// is a number, `11.500` prints as 11.5 but keeps its text for an overlay's
+// prefix), a quoted one (`"42"`, `'123'`) stays a string.
+#[test]
+fn names_written_as_numbers_are_read_as_their_text() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/base/kustomization.yaml",
+            "namePrefix: \"1\"\nnameSuffix: \"0\"\nresources: [r.yaml]\npatches:\n- path: p.yaml\n- target: {kind: ConfigMap, name: \"42\"}\n  patch: |-\n    - op: add\n      path: /metadata/labels\n      value: {t: x}\n",
+        ),
+        (
+            "/r/base/r.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 23\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"42\"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 1.50\n  namespace: 7\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: true\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: pod\nspec:\n  containers:\n  - name: c\n    image: 123\n  - name: d\n    image: '123'\n  - name: e\n    image: busybox\n  volumes:\n  - name: a\n    configMap:\n      name: 23\n  - name: b\n    configMap:\n      name: \"42\"\n  - name: c\n    secret:\n      secretName: true\n",
+        ),
+        (
+            "/r/base/p.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 23\ndata:\n  patched: \"yes\"\n",
+        ),
+        (
+            "/r/ov/kustomization.yaml",
+            "namePrefix: a-\nresources: [../base]\nimages:\n- name: \"123\"\n  newName: \"456\"\n- name: busybox\n  newName: \"7\"\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r/base"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 11.5\n  namespace: 7\n---\napiVersion: v1\ndata:\n  patched: \"yes\"\nkind: ConfigMap\nmetadata:\n  name: 1230\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    t: x\n  name: \"1420\"\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: 1true0\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: 1pod0\nspec:\n  containers:\n  - image: 123\n    name: c\n  - image: \"123\"\n    name: d\n  - image: busybox\n    name: e\n  volumes:\n  - configMap:\n      name: 1230\n    name: a\n  - configMap:\n      name: \"1420\"\n    name: b\n  - name: c\n    secret:\n      secretName: 1true0\n",
+        "base"
+    );
+    assert_eq!(
+        ok(files, "/r/ov"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-11.500\n  namespace: 7\n---\napiVersion: v1\ndata:\n  patched: \"yes\"\nkind: ConfigMap\nmetadata:\n  name: a-1230\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    t: x\n  name: a-1420\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: a-1true0\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: a-1pod0\nspec:\n  containers:\n  - image: 456\n    name: c\n  - image: \"456\"\n    name: d\n  - image: 7\n    name: e\n  volumes:\n  - configMap:\n      name: a-1230\n    name: a\n  - configMap:\n      name: a-1420\n    name: b\n  - name: c\n    secret:\n      secretName: a-1true0\n",
+        "ov"
+    );
+}
+
+// Rule: a namespace transformer with `unsetOnly: true` leaves every
+// namespace that has text, whatever its type: `namespace: 23` is set.
+#[test]
+fn unset_only_namespace_keeps_a_namespace_written_as_a_number() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/kustomization.yaml",
+            "resources: [r.yaml]\ntransformers: [t.yaml]\n",
+        ),
+        (
+            "/r/t.yaml",
+            "apiVersion: builtin\nkind: NamespaceTransformer\nmetadata:\n  name: t\n  namespace: team\nunsetOnly: true\n",
+        ),
+        (
+            "/r/r.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: 23\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n  namespace: \"\"\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: 23\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"y\"\n  namespace: team\n"
+    );
+}

@@ -5,11 +5,12 @@
 use std::collections::{HashMap, HashSet};
 
 use super::error::{Error, Result};
-use super::fieldspec::{FieldSpec, Leaf, NameBackRef, walk};
+use super::fieldspec::{FieldSpec, Leaf, NameBackRef, walk_with_path};
 use super::openapi::Schema;
+use super::replacement::{TextScalar, scalar_text_at, set_scalar_text};
 use super::resid::{Gvk, ResId};
 use super::resource::{NON_NAMESPACEABLE, ResMap};
-use super::yaml::Value;
+use super::yaml::{PathSeg, Value};
 
 /// What the fix-up needs to know about each resource (names do not change
 /// during the pass, so a snapshot is exact).
@@ -262,15 +263,25 @@ pub fn fix_name_references(
             rb_namespaces,
             role_ref,
         };
-        let mut new_obj = match m.resources_mut().get_mut(idx) {
-            Some(r) => std::mem::take(&mut r.obj),
+        let (mut new_obj, texts) = match m.resources_mut().get_mut(idx) {
+            Some(r) => (
+                std::mem::take(&mut r.obj),
+                std::mem::take(&mut r.scalar_texts),
+            ),
             None => continue,
         };
         for (target, spec) in applicable {
             let mut spec = spec.clone();
             spec.create = false;
-            let walked = walk(&mut new_obj, &spec, Leaf::Scalar, &mut |node| {
-                set_node(&ctx, &referrer, target, &spec, node)
+            let mut w = Writer {
+                ctx: &ctx,
+                referrer: &referrer,
+                target,
+                spec: &spec,
+                texts: &texts,
+            };
+            let walked = walk_with_path(&mut new_obj, &spec, Leaf::Scalar, &mut |path, node| {
+                w.set_node(path, node)
             });
             if let Err(e) = walked {
                 return Err(e.context(format!(
@@ -281,6 +292,7 @@ pub fn fix_name_references(
         }
         if let Some(r) = m.resources_mut().get_mut(idx) {
             r.obj = new_obj;
+            r.scalar_texts = texts;
         }
     }
     Ok(())
@@ -308,77 +320,100 @@ fn check_subject_namespaces(r: &super::resource::Resource) -> Result<()> {
     Ok(())
 }
 
-fn set_node(
-    ctx: &Ctx,
-    referrer: &Referrer,
-    target: &Gvk,
-    spec: &FieldSpec,
-    node: &mut Value,
-) -> Result<()> {
-    match node {
-        Value::Null => Ok(()),
-        Value::String(_) => set_scalar(ctx, referrer, target, spec, node),
-        Value::Map(_) => set_mapping(ctx, referrer, target, spec, node),
-        Value::Seq(items) => {
-            for item in items.iter_mut() {
-                match item {
-                    Value::Map(_) => set_mapping(ctx, referrer, target, spec, item)?,
-                    Value::String(_) => set_scalar(ctx, referrer, target, spec, item)?,
-                    _ => {}
+/// Rewrites the references one field spec reaches in one resource.
+struct Writer<'a> {
+    ctx: &'a Ctx<'a>,
+    referrer: &'a Referrer<'a>,
+    target: &'a Gvk,
+    spec: &'a FieldSpec,
+    /// The resource's kept scalar texts.
+    texts: &'a [TextScalar],
+}
+
+impl Writer<'_> {
+    fn set_node(&mut self, path: &[PathSeg], node: &mut Value) -> Result<()> {
+        match node {
+            Value::Null => Ok(()),
+            Value::Map(_) => self.set_mapping(path, node),
+            Value::Seq(items) => {
+                let mut at = path.to_vec();
+                for (i, item) in items.iter_mut().enumerate() {
+                    at.push(PathSeg::Index(i));
+                    match item {
+                        Value::Map(_) => self.set_mapping(&at, item)?,
+                        Value::Null | Value::Seq(_) => {}
+                        _ => self.set_scalar(&at, item)?,
+                    }
+                    at.pop();
                 }
+                Ok(())
             }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
-fn set_scalar(
-    ctx: &Ctx,
-    referrer: &Referrer,
-    target: &Gvk,
-    spec: &FieldSpec,
-    node: &mut Value,
-) -> Result<()> {
-    let Some(old) = node.as_str() else {
-        return Ok(());
-    };
-    if let Some(i) = ctx.select(referrer, target, spec, old, false, None)? {
-        let new = &ctx.cands[i].cur.name;
-        if new != old {
-            *node = Value::String(new.clone());
+            _ => self.set_scalar(path, node),
         }
     }
-    Ok(())
-}
 
-fn set_mapping(
-    ctx: &Ctx,
-    referrer: &Referrer,
-    target: &Gvk,
-    spec: &FieldSpec,
-    node: &mut Value,
-) -> Result<()> {
-    let Some(m) = node.as_map_mut() else {
-        return Ok(());
-    };
-    let Some(name_v) = m.get("name") else {
-        return Err(Error::invalid("path config error; no 'name' field in node"));
-    };
-    let Some(old) = name_v.scalar_to_string() else {
-        return Ok(());
-    };
-    let ns = m.get("namespace").and_then(Value::scalar_to_string);
-    let Some(i) = ctx.select(referrer, target, spec, &old, true, ns.as_deref())? else {
-        return Ok(());
-    };
-    let c = &ctx.cands[i].cur;
-    if c.name == old && c.namespace.is_empty() {
-        return Ok(());
+    /// A reference held by a scalar: its text (`name: 23` refers to `23`)
+    /// is set as kyaml's scalar setter does.
+    fn set_scalar(&mut self, path: &[PathSeg], node: &mut Value) -> Result<()> {
+        let Some((old, _)) = scalar_text_at(self.texts, path, node) else {
+            return Ok(());
+        };
+        let old = old.into_owned();
+        let Some(i) = self
+            .ctx
+            .select(self.referrer, self.target, self.spec, &old, false, None)?
+        else {
+            return Ok(());
+        };
+        // written as kyaml's scalar setter does; untyped text is not
+        // recorded: this runs last, nothing reads it again but the output
+        let new = &self.ctx.cands[i].cur.name;
+        if *new != old {
+            set_scalar_text(self.texts, path, node, |_| Some(new.clone()));
+        }
+        Ok(())
     }
-    m.insert("name".into(), Value::String(c.name.clone()));
-    if !c.namespace.is_empty() {
-        m.insert("namespace".into(), Value::String(c.namespace.clone()));
+
+    fn set_mapping(&mut self, path: &[PathSeg], node: &mut Value) -> Result<()> {
+        let Some(m) = node.as_map_mut() else {
+            return Ok(());
+        };
+        let Some(name_v) = m.get("name") else {
+            return Err(Error::invalid("path config error; no 'name' field in node"));
+        };
+        let mut name_path = path.to_vec();
+        name_path.push(PathSeg::Key("name".into()));
+        let old = match scalar_text_at(self.texts, &name_path, name_v) {
+            Some((old, _)) => old.into_owned(),
+            None if name_v.is_null() => String::new(),
+            None => return Ok(()),
+        };
+        let ns = m.get("namespace").and_then(Value::scalar_to_string);
+        let Some(i) = self.ctx.select(
+            self.referrer,
+            self.target,
+            self.spec,
+            &old,
+            true,
+            ns.as_deref(),
+        )?
+        else {
+            return Ok(());
+        };
+        let c = &self.ctx.cands[i].cur;
+        if c.name == old && c.namespace.is_empty() {
+            return Ok(());
+        }
+        if let Some(name_v) = m.get_mut("name") {
+            if name_v.is_null() {
+                *name_v = Value::String(c.name.clone());
+            } else {
+                set_scalar_text(self.texts, &name_path, name_v, |_| Some(c.name.clone()));
+            }
+        }
+        if !c.namespace.is_empty() {
+            m.insert("namespace".into(), Value::String(c.namespace.clone()));
+        }
+        Ok(())
     }
-    Ok(())
 }

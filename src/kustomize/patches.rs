@@ -65,6 +65,7 @@ impl CompiledSelector {
     /// kustomize's `ResMap.Select` test for one resource.
     pub fn selects(&self, r: &Resource, schema: &Schema) -> bool {
         let (cur_name, cur_ns) = (r.name(), r.namespace());
+        let (cur_name, cur_ns) = (&*cur_name, &*cur_ns);
         let org = r.prev_ids.first();
         if self.namespace.is_some() {
             let api = r.api_version();
@@ -247,15 +248,18 @@ fn apply_smp_to_resource(
     if !allow_kind {
         r.set_kind(&kind);
     }
+    // kyaml's SetName/SetNamespace: the text goes into the field the merge
+    // left, typed as that field was written (a patch's `name: 23` leaves
+    // the number 23)
     if !allow_name {
-        r.set_name(&name);
+        r.set_scalar_field(&["metadata", "name"], &name);
     }
     if ns.is_empty() {
         if let Some(meta) = r.obj.get_mut("metadata").and_then(Value::as_map_mut) {
             meta.shift_remove("namespace");
         }
     } else {
-        r.set_namespace(&ns);
+        r.set_scalar_field(&["metadata", "namespace"], &ns);
     }
     Ok(true)
 }
@@ -351,10 +355,16 @@ fn patch_id(p: &Value) -> ResId {
         p.str_at(&["apiVersion"]).unwrap_or(""),
         p.str_at(&["kind"]).unwrap_or(""),
     );
+    // a scalar's text, as kyaml reads it: `name: 23` is the name `23`
+    let text = |path: &[&str]| {
+        p.get_path(path)
+            .and_then(Value::scalar_to_string)
+            .unwrap_or_default()
+    };
     ResId::new(
         gvk,
-        p.str_at(&["metadata", "name"]).unwrap_or(""),
-        p.str_at(&["metadata", "namespace"]).unwrap_or(""),
+        &text(&["metadata", "name"]),
+        &text(&["metadata", "namespace"]),
     )
 }
 

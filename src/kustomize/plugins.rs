@@ -248,7 +248,7 @@ pub fn run_generator_entry(
                 };
                 let mut r = generate(&args, gk, None, t.loader())?;
                 r.origin =
-                    t.config_origin(&kind, cfg.name(), origin.as_ref().map(|o| o.path.as_str()));
+                    t.config_origin(&kind, &cfg.name(), origin.as_ref().map(|o| o.path.as_str()));
                 out.push(r);
             }
             "IAMPolicyGenerator" => out.push(iam_policy(obj)?),
@@ -312,7 +312,7 @@ pub fn run_transformer_entry(t: &dyn Layer, ra: &mut Accumulator, entry: &String
         let origin = t
             .config_origin(
                 &kind,
-                cfg.name(),
+                &cfg.name(),
                 cfg.origin.as_ref().map(|o| o.path.as_str()),
             )
             .map(|mut o| {

@@ -25,6 +25,8 @@
 //!   becomes 42). Maps and lists in the target are replaced by a copy of the
 //!   value whatever its type.
 
+use std::borrow::Cow;
+
 use crate::kustomize::fieldpath::{self, CreateKind, PathElem, Resolved, VisitError};
 use crate::kustomize::resid::ResId;
 use crate::kustomize::resource::value_at;
@@ -367,6 +369,78 @@ impl TextScalar {
                 })
             })
             .collect()
+    }
+}
+
+/// The text kyaml reads for the scalar `v` at `path` (it takes a node's
+/// text whatever its type), and whether that scalar was written plain, so
+/// that kyaml's scalar setter, which keeps a node's style but drops its
+/// tag, leaves text that reads as plain YAML there: a number, a boolean, a
+/// timestamp (anything typed), an untyped node, or a string that reads as
+/// a string when plain. A string that would not (`"23"`) was quoted, and
+/// stays a string. (Quoting is not recorded: a quoted `"web"` counts as
+/// plain, which matters only when the new text reads as something else.)
+/// `None` for a null, a map or a list.
+pub fn scalar_text_at<'a>(
+    texts: &'a [TextScalar],
+    path: &[PathSeg],
+    v: &'a Value,
+) -> Option<(Cow<'a, str>, bool)> {
+    if let Some(t) = texts.iter().find(|t| t.path == path && t.current(v)) {
+        return Some((Cow::Borrowed(&t.text), true));
+    }
+    match v {
+        Value::String(s) => Some((
+            Cow::Borrowed(s),
+            matches!(fieldpath::resolve_value(s), Value::String(_)),
+        )),
+        Value::Null | Value::Map(_) | Value::Seq(_) => None,
+        other => Some((Cow::Owned(other.scalar_to_string()?), true)),
+    }
+}
+
+/// kyaml's scalar setter on the scalar `v` at `path` (in a resource whose
+/// kept texts are `texts`): `rewrite` gets the text kyaml reads there and
+/// says whether it changes it. The new text goes in untyped where the
+/// scalar was plain (and is returned, for [`keep_untyped`]), as a string
+/// where it was quoted (see `scalar_text_at`).
+pub fn set_scalar_text(
+    texts: &[TextScalar],
+    path: &[PathSeg],
+    v: &mut Value,
+    rewrite: impl FnOnce(&str) -> Option<String>,
+) -> Option<String> {
+    let (new, plain) = {
+        let (text, plain) = scalar_text_at(texts, path, v)?;
+        (rewrite(&text)?, plain)
+    };
+    if plain {
+        *v = untyped(&new);
+        Some(new)
+    } else {
+        *v = Value::String(new);
+        None
+    }
+}
+
+/// A field kyaml's scalar setter wrote where the scalar was plain: the node
+/// it puts there has no tag, so the text reads as plain YAML (an image `3`
+/// is the number 3), and a later replacement writing there does too (see
+/// `TextKind::Untyped`).
+pub fn untyped(text: &str) -> Value {
+    fieldpath::resolve_value(text)
+}
+
+/// Records the fields a scalar setter wrote untyped (see [`untyped`]) in
+/// the kept texts of their resource.
+pub fn keep_untyped(texts: &mut Vec<TextScalar>, written: Vec<(Vec<PathSeg>, String)>) {
+    for (path, text) in written {
+        texts.retain(|t| t.path != path);
+        texts.push(TextScalar {
+            path,
+            text,
+            kind: TextKind::Untyped,
+        });
     }
 }
 

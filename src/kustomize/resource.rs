@@ -1,10 +1,11 @@
 //! Resources under build and the ordered list that holds them.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::error::{Error, Result};
 use super::openapi::Schema;
-use super::replacement::TextScalar;
+use super::replacement::{TextScalar, keep_untyped, set_scalar_text};
 use super::resid::{Gvk, ResId};
 use super::yaml::{Mapping, Value};
 
@@ -244,12 +245,41 @@ impl Resource {
         self.obj.str_at(&["kind"]).unwrap_or("")
     }
 
-    pub fn name(&self) -> &str {
-        self.obj.str_at(&["metadata", "name"]).unwrap_or("")
+    /// `metadata.name` as kustomize reads it (see [`Resource::scalar_text`]):
+    /// `name: 23` is the name `23`.
+    pub fn name(&self) -> Cow<'_, str> {
+        self.scalar_text(&["metadata", "name"])
     }
 
-    pub fn namespace(&self) -> &str {
-        self.obj.str_at(&["metadata", "namespace"]).unwrap_or("")
+    pub fn namespace(&self) -> Cow<'_, str> {
+        self.scalar_text(&["metadata", "namespace"])
+    }
+
+    /// The text of the scalar at `path` (empty when there is none, or for a
+    /// null, a map or a list). kyaml reads a scalar's text whatever its
+    /// type: a number, a boolean or a timestamp is the text its file wrote
+    /// (kept in `scalar_texts` when it does not print that way, as `1.50` or
+    /// `2001-12-14`), else how it prints.
+    pub fn scalar_text(&self, path: &[&str]) -> Cow<'_, str> {
+        let Some(v) = self.obj.get_path(path) else {
+            return Cow::Borrowed("");
+        };
+        let kept = self.scalar_texts.iter().find(|t| {
+            t.path.len() == path.len()
+                && t.path
+                    .iter()
+                    .zip(path)
+                    .all(|(seg, key)| matches!(seg, PathSeg::Key(k) if k == key))
+                && t.current(v)
+        });
+        if let Some(t) = kept {
+            return Cow::Borrowed(&t.text);
+        }
+        match v {
+            Value::String(s) => Cow::Borrowed(s),
+            Value::Null | Value::Map(_) | Value::Seq(_) => Cow::Borrowed(""),
+            other => Cow::Owned(other.scalar_to_string().unwrap_or_default()),
+        }
     }
 
     pub fn gvk(&self) -> Gvk {
@@ -257,7 +287,7 @@ impl Resource {
     }
 
     pub fn cur_id(&self) -> ResId {
-        ResId::new(self.gvk(), self.name(), self.namespace())
+        ResId::new(self.gvk(), &self.name(), &self.namespace())
     }
 
     /// The id the resource had when it was first read.
@@ -277,6 +307,26 @@ impl Resource {
 
     pub fn set_name(&mut self, name: &str) {
         self.obj.set_path(&["metadata", "name"], Value::from(name));
+    }
+
+    /// Sets the scalar at `path` to `text` as kyaml's `SetName` and
+    /// `SetNamespace` do (see `replacement::set_scalar_text`): untyped
+    /// where the field holds a plain-written scalar (`name: 23` stays a
+    /// number), a string where it holds a quoted one or nothing.
+    pub fn set_scalar_field(&mut self, path: &[&str], text: &str) {
+        let segs: Vec<PathSeg> = path.iter().map(|k| PathSeg::Key(k.to_string())).collect();
+        match self.obj.get_path_mut(path) {
+            Some(v) if !matches!(v, Value::Null | Value::Map(_) | Value::Seq(_)) => {
+                if let Some(t) =
+                    set_scalar_text(&self.scalar_texts, &segs, v, |_| Some(text.to_string()))
+                {
+                    keep_untyped(&mut self.scalar_texts, vec![(segs, t)]);
+                }
+            }
+            _ => {
+                self.obj.set_path(path, Value::from(text));
+            }
+        }
     }
 
     pub fn set_namespace(&mut self, ns: &str) {

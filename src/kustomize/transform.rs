@@ -8,7 +8,7 @@ use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, Leaf, walk, walk_with_path};
 use super::kustomization::{ImageEntry, ReplicaEntry};
 use super::openapi::Schema;
-use super::replacement::{TextKind, TextScalar};
+use super::replacement::{TextScalar, keep_untyped, set_scalar_text};
 use super::resid::Gvk;
 use super::resource::{PathSeg, ResMap, Resource};
 use super::yaml::{Mapping, Value, parse};
@@ -61,16 +61,24 @@ pub fn prefix_suffix(
                 if !fs.applies_to(&gvk) {
                     continue;
                 }
-                walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
-                    if let Some(s) = v.as_str() {
-                        *v = Value::String(if is_prefix {
-                            format!("{affix}{s}")
+                // kyaml's scalar setter: a plain-written scalar (`name: 23`)
+                // gets untyped text, which reads as plain YAML again
+                let texts = &r.scalar_texts;
+                let mut plain = Vec::new();
+                walk_with_path(&mut r.obj, fs, Leaf::Scalar, &mut |path, v| {
+                    let new = set_scalar_text(texts, path, v, |text| {
+                        Some(if is_prefix {
+                            format!("{affix}{text}")
                         } else {
-                            format!("{s}{affix}")
-                        });
+                            format!("{text}{affix}")
+                        })
+                    });
+                    if let Some(new) = new {
+                        plain.push((path.to_vec(), new));
                     }
                     Ok(())
                 })?;
+                keep_untyped(&mut r.scalar_texts, plain);
             }
         }
     }
@@ -100,7 +108,8 @@ impl SubjectMode {
 }
 
 fn set_ns_value(v: &mut Value, ns: &str, unset_only: bool) {
-    if unset_only && v.as_str().is_some_and(|s| !s.is_empty()) {
+    // set means non-empty text, whatever the type (`namespace: 7` is set)
+    if unset_only && v.scalar_to_string().is_some_and(|s| !s.is_empty()) {
         return;
     }
     *v = Value::from(ns);
@@ -381,40 +390,6 @@ impl ImageRule {
     }
 }
 
-/// Rewrites the image `v` by `rewrite` (which says whether its rule
-/// matched); returns the new text.
-fn rewrite_image_field(
-    v: &mut Value,
-    rewrite: impl FnOnce(&str) -> Option<String>,
-) -> Option<String> {
-    let new = rewrite(v.as_str()?)?;
-    *v = untyped(&new);
-    Some(new)
-}
-
-/// A field kyaml's scalar setter wrote: the node it puts there has no tag,
-/// so the text reads as plain YAML (an image `3` is the number 3), and a
-/// later replacement writing there does too (see `TextKind::Untyped`).
-/// The node keeps the old one's quoting, which krmsync does not track: a
-/// quoted image stays a string in kustomize; this takes the plain style
-/// images are written in.
-fn untyped(text: &str) -> Value {
-    crate::kustomize::fieldpath::resolve_value(text)
-}
-
-/// Records the fields the images transformer rewrote as untyped (see
-/// [`untyped`]).
-fn keep_untyped(r: &mut Resource, written: Vec<(Vec<PathSeg>, String)>) {
-    for (path, text) in written {
-        r.scalar_texts.retain(|t| t.path != path);
-        r.scalar_texts.push(TextScalar {
-            path,
-            text,
-            kind: TextKind::Untyped,
-        });
-    }
-}
-
 /// Image rules indexed for lookup: a rule whose name has no regular
 /// expression syntax (a `.` is taken literally for indexing; the regex still
 /// decides) can only match an image whose text up to a `:` or `@` (or the
@@ -489,6 +464,7 @@ impl ImageRules {
 fn legacy_images(
     v: &mut Value,
     rules: &ImageRules,
+    texts: &[TextScalar],
     at: &mut Vec<PathSeg>,
     written: &mut Vec<(Vec<PathSeg>, String)>,
 ) {
@@ -500,16 +476,18 @@ fn legacy_images(
                     && let Value::Seq(items) = child
                 {
                     for (i, c) in items.iter_mut().enumerate() {
-                        if let Some(img) = c.get_mut("image")
-                            && let Some(new) = rewrite_image_field(img, |s| rules.apply(s))
-                        {
+                        if let Some(img) = c.get_mut("image") {
                             let mut path = at.clone();
                             path.extend([PathSeg::Index(i), PathSeg::Key("image".into())]);
-                            written.push((path, new));
+                            if let Some(new) =
+                                set_scalar_text(texts, &path, img, |s| rules.apply(s))
+                            {
+                                written.push((path, new));
+                            }
                         }
                     }
                 } else {
-                    legacy_images(child, rules, at, written);
+                    legacy_images(child, rules, texts, at, written);
                 }
                 at.pop();
             }
@@ -517,7 +495,7 @@ fn legacy_images(
         Value::Seq(items) => {
             for (i, item) in items.iter_mut().enumerate() {
                 at.push(PathSeg::Index(i));
-                legacy_images(item, rules, at, written);
+                legacy_images(item, rules, texts, at, written);
                 at.pop();
             }
         }
@@ -570,15 +548,16 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
             }
         }
         let mut written = Vec::new();
+        let texts = &r.scalar_texts;
         if let Some(indexed) = &indexed {
-            legacy_images(&mut r.obj, indexed, &mut Vec::new(), &mut written);
+            legacy_images(&mut r.obj, indexed, texts, &mut Vec::new(), &mut written);
         }
         for rule in &rules {
             let one = ImageRules::new(vec![ImageRule {
                 entry: rule.entry.clone(),
                 matcher: rule.matcher.clone(),
             }]);
-            legacy_images(&mut r.obj, &one, &mut Vec::new(), &mut written);
+            legacy_images(&mut r.obj, &one, texts, &mut Vec::new(), &mut written);
             for fs in &custom {
                 if !fs.applies_to(&gvk) {
                     continue;
@@ -586,14 +565,14 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
                 let mut spec = fs.clone();
                 spec.create = false;
                 walk_with_path(&mut r.obj, &spec, Leaf::Scalar, &mut |at, v| {
-                    if let Some(new) = rewrite_image_field(v, |s| rule.rewrite(s)) {
+                    if let Some(new) = set_scalar_text(texts, at, v, |s| rule.rewrite(s)) {
                         written.push((at.to_vec(), new));
                     }
                     Ok(())
                 })?;
             }
         }
-        keep_untyped(r, written);
+        keep_untyped(&mut r.scalar_texts, written);
     }
     Ok(())
 }

@@ -128,7 +128,7 @@ pub fn load(t: &dyn Layer, cfg: &Resource, what: &str) -> Result<External> {
 pub fn origin(t: &dyn Layer, cfg: &Resource) -> Option<Origin> {
     t.config_origin(
         cfg.kind(),
-        cfg.name(),
+        &cfg.name(),
         cfg.origin.as_ref().map(|o| o.path.as_str()),
     )
     .map(|mut o| {
