@@ -2788,3 +2788,34 @@ fn unset_only_namespace_keeps_a_namespace_written_as_a_number() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: 23\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"y\"\n  namespace: team\n"
     );
 }
+
+// Rule: a strategic-merge patch finds its target by the text of its
+// `metadata.name` and `metadata.namespace`, as written in the patch file:
+// `name: 0600` in both the resource and the patch matches, though the
+// value prints as 384 (and `1.50`, `True`, `0x1F` alike), in
+// `patchesStrategicMerge` and in a `patches` entry without a target.
+#[test]
+fn strategic_merge_patches_find_targets_by_the_text_of_their_names() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/kustomization.yaml",
+            "resources: [r.yaml]\npatchesStrategicMerge: [p1.yaml]\npatches:\n- path: p2.yaml\n",
+        ),
+        (
+            "/r/r.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 0600\n  namespace: 1.50\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: True\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 0x1F\n",
+        ),
+        (
+            "/r/p1.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 0600\n  namespace: 1.50\ndata:\n  a: b\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: True\ndata:\n  c: d\n",
+        ),
+        (
+            "/r/p2.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 0x1F\ndata:\n  e: f\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r"),
+        "apiVersion: v1\ndata:\n  a: b\nkind: ConfigMap\nmetadata:\n  name: 384\n  namespace: 1.5\n---\napiVersion: v1\ndata:\n  e: f\nkind: ConfigMap\nmetadata:\n  name: 31\n---\napiVersion: v1\ndata:\n  c: d\nkind: ConfigMap\nmetadata:\n  name: true\n"
+    );
+}

@@ -137,7 +137,7 @@ fn reader_unwraps(doc: &Value) -> Option<Vec<Value>> {
 /// as a stream of its own (so a `List` item is unwrapped in place). A
 /// `*List` without `items` is an ordinary resource; with `items: null` it
 /// is nothing.
-fn factory_split(
+pub(crate) fn factory_split(
     docs: Vec<parse::MarkedDocument>,
     file: &str,
 ) -> Result<Vec<parse::MarkedDocument>> {

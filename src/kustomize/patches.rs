@@ -4,7 +4,7 @@
 
 use regex::Regex;
 
-use super::documents::{named_or_list, split_stream};
+use super::documents::{factory_split, named_or_list};
 use super::error::{Error, Result};
 use super::function::bookkeeping_annotations;
 use super::kustomization::PatchEntry;
@@ -15,6 +15,7 @@ use super::replacement::mistyped_error;
 use super::resid::{Gvk, ResId};
 use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
 use super::selector::{LabelSelector, Selector};
+use super::yaml::parse::MarkedDocument;
 use super::yaml::{Value, parse};
 
 /// A selector compiled for matching (kustomize's `SelectorRegex`): every
@@ -291,7 +292,7 @@ fn apply_smp_to(
 
 /// Parses patch text as strategic-merge documents; `None` when it is not
 /// a stream of maps.
-fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
+fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<MarkedDocument>> {
     smp_docs(
         strict_patch_docs(text, copy_merge),
         parse::parse_documents(text).is_ok(),
@@ -299,39 +300,36 @@ fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
 }
 
 /// Patch text read like resources (kyaml), `None` when it does not parse.
-fn strict_patch_docs(text: &str, copy_merge: bool) -> Option<Vec<Value>> {
-    if copy_merge {
-        parse::parse_documents_strict_copy_merge(text)
-    } else {
-        parse::parse_documents_strict_patch(text)
-    }
-    .ok()
+fn strict_patch_docs(text: &str, copy_merge: bool) -> Option<Vec<MarkedDocument>> {
+    parse::parse_patch_documents(text, copy_merge).ok()
 }
 
 /// Strategic-merge patches from the strict reading of a patch text;
 /// `lenient_ok`: the text also reads as JSON-able YAML (a key-less
 /// `: value` entry does not, and is not a patch).
-fn smp_docs(docs: Option<Vec<Value>>, lenient_ok: bool) -> Option<Vec<Value>> {
+fn smp_docs(docs: Option<Vec<MarkedDocument>>, lenient_ok: bool) -> Option<Vec<MarkedDocument>> {
     let docs = docs.filter(|_| lenient_ok)?;
-    if docs.iter().all(Value::is_null) {
+    if docs.iter().all(|d| d.value.is_null()) {
         return None;
     }
     if docs
         .iter()
-        .any(|d| !matches!(d, Value::Map(_) | Value::Null))
+        .any(|d| !matches!(d.value, Value::Map(_) | Value::Null))
     {
         return None;
     }
-    let docs = split_stream(docs, "patch").ok()?;
+    let docs = factory_split(docs, "patch").ok()?;
     // kustomize reads them as resources: each needs a kind, and a name
     // unless it is a `*List`
     docs.iter()
-        .all(|d| d.str_at(&["kind"]).is_some_and(|k| !k.is_empty()) && named_or_list(d))
+        .all(|d| {
+            d.value.str_at(&["kind"]).is_some_and(|k| !k.is_empty()) && named_or_list(&d.value)
+        })
         .then_some(docs)
 }
 
 /// Loads `patchesStrategicMerge` entries (inline YAML or file paths).
-pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<Value>> {
+pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<MarkedDocument>> {
     let mut out = Vec::new();
     for e in entries {
         if let Some(docs) = parse_smp_docs(e, true) {
@@ -343,43 +341,49 @@ pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<V
                 "trouble configuring builtin PatchStrategicMergeTransformer with config: `\npaths:\n- {e}\n`"
             ))
         })?;
-        let docs = parse::parse_documents_strict_copy_merge(&text)
+        let docs = parse::parse_patch_documents(&text, true)
             .map_err(|err| Error::invalid(format!("{e}: {}", err.message)))?;
-        out.extend(split_stream(docs, e)?);
+        out.extend(factory_split(docs, e)?);
     }
     Ok(out)
 }
 
-fn patch_id(p: &Value) -> ResId {
+/// The id kustomize gives a patch document: its name and namespace are
+/// the texts of their scalars (`name: 23` is the name `23`, `name: 0600`
+/// the name `0600`).
+fn patch_id(p: &MarkedDocument) -> ResId {
+    let v = &p.value;
     let gvk = Gvk::from_api_version(
-        p.str_at(&["apiVersion"]).unwrap_or(""),
-        p.str_at(&["kind"]).unwrap_or(""),
+        v.str_at(&["apiVersion"]).unwrap_or(""),
+        v.str_at(&["kind"]).unwrap_or(""),
     );
-    // a scalar's text, as kyaml reads it: `name: 23` is the name `23`
-    let text = |path: &[&str]| {
-        p.get_path(path)
-            .and_then(Value::scalar_to_string)
-            .unwrap_or_default()
+    let text = |key: &str| {
+        let written = p.written.iter().find(|(path, _)| {
+            matches!(path.as_slice(), [PathSeg::Key(m), PathSeg::Key(k)] if m == "metadata" && k == key)
+        });
+        match written {
+            Some((_, t)) => t.clone(),
+            None => v
+                .get_path(&["metadata", key])
+                .and_then(Value::scalar_to_string)
+                .unwrap_or_default(),
+        }
     };
-    ResId::new(
-        gvk,
-        &text(&["metadata", "name"]),
-        &text(&["metadata", "namespace"]),
-    )
+    ResId::new(gvk, &text("name"), &text("namespace"))
 }
 
 /// `patchesStrategicMerge`: each patch applies to the one resource whose
 /// id (current or previous) equals the patch's own.
 pub fn apply_strategic_merge_by_id(
     m: &mut ResMap,
-    patches: &[Value],
+    patches: &[MarkedDocument],
     schema: &Schema,
 ) -> Result<()> {
     for p in patches {
         let id = patch_id(p);
         let hits = m.find_any(&id);
         match hits.as_slice() {
-            [i] => apply_smp_to(m, &[*i], p, false, false, schema)?,
+            [i] => apply_smp_to(m, &[*i], &p.value, false, false, schema)?,
             [] => {
                 return Err(Error::invalid(format!(
                     "no matches for Id {id}; failed to find unique target for patch {id}"
@@ -474,7 +478,7 @@ pub fn apply_patch_entry(
     let strict = strict_patch_docs(&text, target.is_some());
     let json = JsonView::of(&text);
     let empty_smp = strict.as_ref().is_some_and(|docs| {
-        docs.iter().all(|d| match d {
+        docs.iter().all(|d| match &d.value {
             Value::Null => true,
             Value::Map(m) => m.is_empty(),
             Value::Seq(s) => s.is_empty(),
@@ -529,7 +533,7 @@ pub fn apply_patch_entry(
             apply_smp_to(
                 m,
                 &hits,
-                &docs[0],
+                &docs[0].value,
                 p.allow_name_change,
                 p.allow_kind_change,
                 schema,
@@ -555,7 +559,7 @@ pub fn apply_patch_entry(
                 apply_smp_to(
                     m,
                     &hits,
-                    d,
+                    &d.value,
                     p.allow_name_change,
                     p.allow_kind_change,
                     schema,

@@ -153,45 +153,53 @@ pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
 
 /// [`parse_documents_strict`] for strategic-merge patches: a null
 /// annotation value (`null`, `~` or nothing) is a null, which deletes the
-/// annotation, where a resource keeps its text.
-pub fn parse_documents_strict_patch(src: &str) -> Result<Vec<Value>, ParseError> {
-    parse_strict(src, false, true).map(|docs| docs.into_iter().map(|d| d.value).collect())
+/// annotation, where a resource keeps its text. Each document comes with
+/// the texts of its typed scalars that do not print as written (see
+/// [`MarkedDocument::written`]; kustomize finds a patch's target by the
+/// text of its `metadata.name`).
+///
+/// `copy_merge`: for the patches kustomize applies through its resource
+/// map (`patchesStrategicMerge`, and `patches` entries with a target), it
+/// first copies the patch's labels and annotations through string maps,
+/// so every value is its source text (`null`, `~`, `1.50` stay as
+/// written; a map or list value is empty), and labels or annotations left
+/// without entries are dropped from the patch.
+pub fn parse_patch_documents(
+    src: &str,
+    copy_merge: bool,
+) -> Result<Vec<MarkedDocument>, ParseError> {
+    let mut docs = parse_strict_with(src, false, true, true, copy_merge)?;
+    if copy_merge {
+        for d in &mut docs {
+            copy_meta_as_text(&mut d.value);
+        }
+    }
+    Ok(docs)
 }
 
-/// [`parse_documents_strict_patch`] for the patches kustomize applies
-/// through its resource map (`patchesStrategicMerge`, and `patches` entries
-/// with a target): it first copies the patch's labels and annotations
-/// through string maps, so every value is its source text (`null`, `~`,
-/// `1.50` stay as written; a map or list value is empty), and labels or
-/// annotations left without entries are dropped from the patch.
-pub fn parse_documents_strict_copy_merge(src: &str) -> Result<Vec<Value>, ParseError> {
-    let docs = parse_strict_with(src, false, true, true)?;
-    Ok(docs
-        .into_iter()
-        .map(|d| {
-            let mut v = d.value;
-            if let Some(meta) = v.get_mut("metadata").and_then(Value::as_map_mut) {
-                for field in ["labels", "annotations"] {
-                    let keep = match meta.get_mut(field) {
-                        None => continue,
-                        Some(Value::Map(m)) => {
-                            for x in m.values_mut() {
-                                if !matches!(x, Value::String(_)) {
-                                    *x = Value::String(String::new());
-                                }
-                            }
-                            !m.is_empty()
-                        }
-                        Some(_) => false,
-                    };
-                    if !keep {
-                        meta.shift_remove(field);
+/// kustomize's copy of a patch's labels and annotations through string
+/// maps (see [`parse_patch_documents`]).
+fn copy_meta_as_text(v: &mut Value) {
+    let Some(meta) = v.get_mut("metadata").and_then(Value::as_map_mut) else {
+        return;
+    };
+    for field in ["labels", "annotations"] {
+        let keep = match meta.get_mut(field) {
+            None => continue,
+            Some(Value::Map(m)) => {
+                for x in m.values_mut() {
+                    if !matches!(x, Value::String(_)) {
+                        *x = Value::String(String::new());
                     }
                 }
+                !m.is_empty()
             }
-            v
-        })
-        .collect())
+            Some(_) => false,
+        };
+        if !keep {
+            meta.shift_remove(field);
+        }
+    }
 }
 
 /// [`parse_documents_strict`], with what kyaml keeps of each document
@@ -228,7 +236,7 @@ impl MarkedDocument {
 }
 
 fn parse_strict(src: &str, mark: bool, patch: bool) -> Result<Vec<MarkedDocument>, ParseError> {
-    parse_strict_with(src, mark, patch, false)
+    parse_strict_with(src, mark, mark, patch, false)
 }
 
 /// A strategic-merge patch's top-level fields always merge into the target
@@ -244,9 +252,12 @@ fn keep_first_root_keys(root: &mut N) {
     }
 }
 
+/// `mark`: record the nulls written as nothing; `written`: the texts of
+/// typed scalars (see [`MarkedDocument`]).
 fn parse_strict_with(
     src: &str,
     mark: bool,
+    written: bool,
     patch: bool,
     meta_text: bool,
 ) -> Result<Vec<MarkedDocument>, ParseError> {
@@ -266,7 +277,7 @@ fn parse_strict_with(
             reader.line_offset = chunk.line_offset;
             reader.patch = patch;
             reader.meta_text = meta_text;
-            reader.written = mark;
+            reader.written = written;
             let mut nulls = Vec::new();
             match reader.next_document() {
                 Ok(Some(mut doc)) => {
