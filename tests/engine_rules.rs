@@ -2819,3 +2819,29 @@ fn strategic_merge_patches_find_targets_by_the_text_of_their_names() {
         "apiVersion: v1\ndata:\n  a: b\nkind: ConfigMap\nmetadata:\n  name: 384\n  namespace: 1.5\n---\napiVersion: v1\ndata:\n  e: f\nkind: ConfigMap\nmetadata:\n  name: 31\n---\napiVersion: v1\ndata:\n  c: d\nkind: ConfigMap\nmetadata:\n  name: true\n"
     );
 }
+
+// Rule: after a strategic-merge patch, kustomize sets the target's name
+// and namespace back with kyaml's `SetName`/`SetNamespace`, which leave
+// plain-written fields untyped: an overlay's replacement writing `3` there
+// gives the number 3, not the string "3".
+#[test]
+fn a_strategic_merge_patch_leaves_name_and_namespace_untyped() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/base/kustomization.yaml",
+            "resources: [r.yaml]\npatches:\n- patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: x\n      namespace: team\n    data:\n      p: q\n",
+        ),
+        (
+            "/r/base/r.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: team\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: src\n  namespace: team\ndata:\n  n: \"3\"\n",
+        ),
+        (
+            "/r/ov/kustomization.yaml",
+            "resources: [../base]\nreplacements:\n- source: {kind: ConfigMap, name: src, fieldPath: data.n}\n  targets:\n  - select: {kind: ConfigMap, name: x}\n    fieldPaths: [metadata.name, metadata.namespace]\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r/ov"),
+        "apiVersion: v1\ndata:\n  p: q\nkind: ConfigMap\nmetadata:\n  name: 3\n  namespace: 3\n---\napiVersion: v1\ndata:\n  \"n\": \"3\"\nkind: ConfigMap\nmetadata:\n  name: src\n  namespace: team\n"
+    );
+}
