@@ -11,7 +11,7 @@ use super::kustomization::PatchEntry;
 use super::loader::Loader;
 use super::openapi::Schema;
 use super::patch::{EMPTY_NULL_MARK, apply_json6902, strategic_merge_owned};
-use super::replacement::mistyped_error;
+use super::replacement::{mistyped_error, text_and_style};
 use super::resid::{Gvk, ResId};
 use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
 use super::selector::{LabelSelector, Selector};
@@ -358,16 +358,14 @@ fn patch_id(p: &MarkedDocument) -> ResId {
         v.str_at(&["kind"]).unwrap_or(""),
     );
     let text = |key: &str| {
-        let written = p.written.iter().find(|(path, _)| {
+        let written = p.written.iter().find_map(|(path, t)| {
             matches!(path.as_slice(), [PathSeg::Key(m), PathSeg::Key(k)] if m == "metadata" && k == key)
+                .then_some(t.as_str())
         });
-        match written {
-            Some((_, t)) => t.clone(),
-            None => v
-                .get_path(&["metadata", key])
-                .and_then(Value::scalar_to_string)
-                .unwrap_or_default(),
-        }
+        v.get_path(&["metadata", key])
+            .and_then(|n| text_and_style(n, written))
+            .map(|(t, _)| t.into_owned())
+            .unwrap_or_default()
     };
     ResId::new(gvk, &text("name"), &text("namespace"))
 }

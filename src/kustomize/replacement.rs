@@ -386,8 +386,15 @@ pub fn scalar_text_at<'a>(
     path: &[PathSeg],
     v: &'a Value,
 ) -> Option<(Cow<'a, str>, bool)> {
-    if let Some(t) = texts.iter().find(|t| t.path == path && t.current(v)) {
-        return Some((Cow::Borrowed(&t.text), true));
+    let kept = texts.iter().find(|t| t.path == path && t.current(v));
+    text_and_style(v, kept.map(|t| t.text.as_str()))
+}
+
+/// [`scalar_text_at`] for a scalar whose kept text (current, or from its
+/// file) is `kept`.
+pub fn text_and_style<'a>(v: &'a Value, kept: Option<&'a str>) -> Option<(Cow<'a, str>, bool)> {
+    if let Some(t) = kept {
+        return Some((Cow::Borrowed(t), true));
     }
     match v {
         Value::String(s) => Some((

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::error::{Error, Result};
 use super::openapi::Schema;
-use super::replacement::{TextScalar, keep_untyped, set_scalar_text};
+use super::replacement::{TextScalar, keep_untyped, set_scalar_text, text_and_style};
 use super::resid::{Gvk, ResId};
 use super::yaml::{Mapping, Value};
 
@@ -272,14 +272,7 @@ impl Resource {
                     .all(|(seg, key)| matches!(seg, PathSeg::Key(k) if k == key))
                 && t.current(v)
         });
-        if let Some(t) = kept {
-            return Cow::Borrowed(&t.text);
-        }
-        match v {
-            Value::String(s) => Cow::Borrowed(s),
-            Value::Null | Value::Map(_) | Value::Seq(_) => Cow::Borrowed(""),
-            other => Cow::Owned(other.scalar_to_string().unwrap_or_default()),
-        }
+        text_and_style(v, kept.map(|t| t.text.as_str())).map_or(Cow::Borrowed(""), |(t, _)| t)
     }
 
     pub fn gvk(&self) -> Gvk {
