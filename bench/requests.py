@@ -148,12 +148,23 @@ def main():
              "metadata": {"name": f"cm-{x[1]}", "namespace": x[0], "labels": {"krmsync.dev/name": "app"}},
              "data": {"key": f"value-{x[1]}"}}, "application/apply-patch+yaml"), m, threads=16)
         ours += phase("POST Event", nss, lambda ns: request(port, "POST", f"/api/v1/namespaces/{ns}/events", {
-            "apiVersion": "v1", "kind": "Event", "metadata": {"generateName": "app.", "namespace": ns},
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "app.%x" % time.time_ns(), "namespace": ns},
             "involvedObject": {"apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
                                "name": "app", "namespace": ns},
             "reason": "Applied", "message": f"Revision {SHA}: {m} created", "type": "Normal",
             "source": {"component": "krmsync"}, "firstTimestamp": "2026-11-25T16:41:59Z",
-            "lastTimestamp": "2026-11-25T16:41:59Z", "count": 1}), 1)
+            "lastTimestamp": "2026-11-25T16:41:59Z", "count": 1, "action": "Reconcile",
+            "reportingComponent": "krmsync", "reportingInstance": "krmsync"}), 1)
+        phase("(for comparison) POST events.k8s.io/v1 Event", nss, lambda ns: request(
+            port, "POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", {
+                "apiVersion": "events.k8s.io/v1", "kind": "Event",
+                "metadata": {"name": "app.%x" % time.time_ns(), "namespace": ns},
+                "regarding": {"apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+                              "name": "app", "namespace": ns},
+                "reason": "Applied", "note": f"Revision {SHA}: {m} created", "type": "Normal",
+                "action": "Reconcile", "reportingController": "krmsync", "reportingInstance": "krmsync",
+                "eventTime": "2026-11-25T16:41:59.000000Z"}), 1)
         gz = base64.b64encode(os.urandom(60 * m)).decode()
         ours += phase("POST rendered-manifest Secret", nss, lambda ns: request(
             port, "POST", f"/api/v1/namespaces/{ns}/secrets", {

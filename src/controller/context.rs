@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client};
 use tokio::sync::Semaphore;
@@ -178,7 +177,8 @@ pub struct Context {
     pub workspace: Arc<Workspace>,
     pub http: reqwest::Client,
     pub metrics: Arc<Metrics>,
-    pub recorder: Recorder,
+    /// Events about Kustomizations (core `v1`, see [`super::events`]).
+    pub events: super::events::EventWriter,
     pub settings: Settings,
     pub(crate) render_slots: Arc<Semaphore>,
     /// Catalogs as seen by a reflector (the controller); `None`: read them
@@ -228,12 +228,8 @@ impl Context {
             }))
             .build()
             .map_err(|e| super::Error::Invalid(format!("HTTP client: {e}")))?;
-        let reporter = Reporter {
-            controller: "krmsync".into(),
-            instance: std::env::var("POD_NAME").ok(),
-        };
         Ok(Context {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: super::events::EventWriter::new(client.clone(), std::env::var("POD_NAME").ok()),
             discovery: Arc::new(crate::apply::DiscoveryCache::with_max_age(
                 client.clone(),
                 DISCOVERY_MAX_AGE,

@@ -16,13 +16,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::context::{CachedRender, Context};
 use super::error::{Error, Failure};
+use super::events::EventType;
 use super::functions::RenderFunctions;
 use super::render::{render_memory_with, render_tree_with};
 use super::{status, storage};
@@ -1261,14 +1261,11 @@ async fn fetch(
 }
 
 async fn publish(ctx: &Context, k: &Kustomization, type_: EventType, reason: &str, note: &str) {
-    let ev = Event {
-        type_,
-        reason: reason.to_string(),
-        note: Some(note.chars().take(1000).collect()),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&ev, &k.object_ref(&())).await {
+    if let Err(e) = ctx
+        .events
+        .publish(&k.object_ref(&()), type_, reason, note, "Reconcile")
+        .await
+    {
         tracing::debug!(error = %e, "publishing event");
     }
 }

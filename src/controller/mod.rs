@@ -5,6 +5,7 @@
 //! * [`context`]: what reconciles share (clients, workspace, caches, metrics);
 //! * [`status`]: the one path status is written through;
 //! * [`storage`]: rendered manifests in Secrets;
+//! * [`events`]: Events about Kustomizations;
 //! * [`render`]: the engine, confined to a fetched bundle;
 //! * [`functions`]: KRM functions approved by Catalogs, sandboxed, metered;
 //! * [`drift`]: self-healing watches of the applied kinds;
@@ -16,6 +17,7 @@ pub mod catalog;
 pub mod context;
 pub mod drift;
 pub mod error;
+pub mod events;
 pub mod functions;
 pub mod kustomization;
 pub mod leader;

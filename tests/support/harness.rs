@@ -299,20 +299,19 @@ impl Harness {
     /// Reasons of the Events recorded about Kustomizations.
     pub fn event_reasons(&self) -> Vec<String> {
         self.fake
-            .list("events.k8s.io/v1", "Event")
+            .list("v1", "Event")
             .into_iter()
-            .chain(self.fake.list("v1", "Event"))
             .filter_map(|e| e["reason"].as_str().map(str::to_string))
             .collect()
     }
 
-    /// Notes of the Events with `reason`.
+    /// Messages of the Events with `reason`.
     pub fn event_notes(&self, reason: &str) -> Vec<String> {
         self.fake
-            .list("events.k8s.io/v1", "Event")
+            .list("v1", "Event")
             .into_iter()
             .filter(|e| e["reason"] == reason)
-            .filter_map(|e| e["note"].as_str().map(str::to_string))
+            .filter_map(|e| e["message"].as_str().map(str::to_string))
             .collect()
     }
 }
