@@ -42,6 +42,11 @@ fn events(fake: &FakeApi) -> Vec<Value> {
     v
 }
 
+async fn applied(w: &EventWriter, k: &ObjectReference) -> Result<(), kube::Error> {
+    w.publish(k, EventType::Normal, "Applied", "done", "Reconcile")
+        .await
+}
+
 #[tokio::test]
 async fn an_event_is_a_core_event_about_its_object() {
     let fake = fake().await;
@@ -106,55 +111,30 @@ async fn a_repeated_event_is_counted_and_a_changed_one_written_anew() {
     assert_eq!(evs[0]["message"], "bad patch");
     assert_eq!(evs[0]["reportingInstance"], "krmsync");
 
-    // another message, reason, type or object: an Event of its own, whose
-    // message is the new one
-    w.publish(
-        &k,
-        EventType::Warning,
-        "RenderFailed",
-        "worse patch",
-        "Reconcile",
-    )
-    .await
-    .unwrap();
-    w.publish(
-        &k,
-        EventType::Warning,
-        "ApplyFailed",
-        "bad patch",
-        "Reconcile",
-    )
-    .await
-    .unwrap();
-    w.publish(
-        &k,
-        EventType::Normal,
-        "RenderFailed",
-        "bad patch",
-        "Reconcile",
-    )
-    .await
-    .unwrap();
-    w.publish(
-        &about("other", "u-2"),
-        EventType::Warning,
-        "RenderFailed",
-        "bad patch",
-        "Reconcile",
-    )
-    .await
-    .unwrap();
-    // a Kustomization deleted and created again under its name is another
-    // object
-    w.publish(
-        &about("app", "u-3"),
-        EventType::Warning,
-        "RenderFailed",
-        "bad patch",
-        "Reconcile",
-    )
-    .await
-    .unwrap();
+    // another message, reason, type or object (a Kustomization deleted and
+    // created again under its name is another object): an Event of its
+    // own, whose message is the new one
+    for (obj, type_, reason, message) in [
+        (k.clone(), EventType::Warning, "RenderFailed", "worse patch"),
+        (k.clone(), EventType::Warning, "ApplyFailed", "bad patch"),
+        (k.clone(), EventType::Normal, "RenderFailed", "bad patch"),
+        (
+            about("other", "u-2"),
+            EventType::Warning,
+            "RenderFailed",
+            "bad patch",
+        ),
+        (
+            about("app", "u-3"),
+            EventType::Warning,
+            "RenderFailed",
+            "bad patch",
+        ),
+    ] {
+        w.publish(&obj, type_, reason, message, "Reconcile")
+            .await
+            .unwrap();
+    }
     let evs = events(&fake);
     assert_eq!(evs.len(), 6, "{evs:#?}");
     assert!(
@@ -174,9 +154,7 @@ async fn a_repeat_of_an_expired_event_writes_it_again() {
     let fake = fake().await;
     let w = EventWriter::new(fake.client(), None);
     let k = about("app", "u-1");
-    w.publish(&k, EventType::Normal, "Applied", "done", "Reconcile")
-        .await
-        .unwrap();
+    applied(&w, &k).await.unwrap();
     // the API server let it expire
     let name = events(&fake)[0]["metadata"]["name"]
         .as_str()
@@ -186,16 +164,12 @@ async fn a_repeat_of_an_expired_event_writes_it_again() {
     api.delete(&name, &DeleteParams::default()).await.unwrap();
     assert!(events(&fake).is_empty());
 
-    w.publish(&k, EventType::Normal, "Applied", "done", "Reconcile")
-        .await
-        .unwrap();
+    applied(&w, &k).await.unwrap();
     let evs = events(&fake);
     assert_eq!(evs.len(), 1, "{evs:#?}");
     assert_eq!(evs[0]["count"], 1);
     // and counted on from there
-    w.publish(&k, EventType::Normal, "Applied", "done", "Reconcile")
-        .await
-        .unwrap();
+    applied(&w, &k).await.unwrap();
     assert_eq!(events(&fake)[0]["count"], 2);
 }
 
@@ -205,16 +179,11 @@ async fn a_refused_event_is_an_error_and_not_remembered() {
     let w = EventWriter::new(fake.client(), None);
     let k = about("app", "u-1");
     fake.fail("POST", "/events", 403, "forbidden");
-    let err = w
-        .publish(&k, EventType::Normal, "Applied", "done", "Reconcile")
-        .await
-        .unwrap_err();
+    let err = applied(&w, &k).await.unwrap_err();
     assert!(err.to_string().contains("forbidden"), "{err}");
     assert_eq!(w.remembered_len(), 0);
     fake.clear_failures();
-    w.publish(&k, EventType::Normal, "Applied", "done", "Reconcile")
-        .await
-        .unwrap();
+    applied(&w, &k).await.unwrap();
     assert_eq!(events(&fake).len(), 1);
     assert_eq!(events(&fake)[0]["count"], 1);
 }
