@@ -2845,3 +2845,27 @@ fn a_strategic_merge_patch_leaves_name_and_namespace_untyped() {
         "apiVersion: v1\ndata:\n  p: q\nkind: ConfigMap\nmetadata:\n  name: 3\n  namespace: 3\n---\napiVersion: v1\ndata:\n  \"n\": \"3\"\nkind: ConfigMap\nmetadata:\n  name: src\n  namespace: team\n"
     );
 }
+
+// Rule: label selectors (patch targets, replacement `select` and `reject`)
+// read a label's value as the text its file wrote, as kyaml's `GetLabels`
+// does: `tier: 1.50` matches `tier=1.50` (not `tier=1.5`, though it prints
+// 1.5), `mode: 0600` is in `(0600,0700)`, `flag: True` matches
+// `flag=True`. A JSON patch re-creates the nodes, so after one the label
+// reads as it prints (`a` and `b` no longer match `flag=True`).
+#[test]
+fn label_selectors_read_labels_as_their_file_wrote_them() {
+    let files: &[(&str, &str)] = &[
+        (
+            "/r/kustomization.yaml",
+            "resources: [r.yaml]\npatches:\n- target: {labelSelector: \"tier=1.50\"}\n  patch: |-\n    - op: add\n      path: /data/patched\n      value: \"yes\"\n- target: {labelSelector: \"mode in (0600,0700)\"}\n  patch: |-\n    - op: add\n      path: /data/mode\n      value: matched\nreplacements:\n- source: {kind: ConfigMap, name: src, fieldPath: data.v}\n  targets:\n  - select: {kind: ConfigMap, labelSelector: \"flag=True\"}\n    reject: [{labelSelector: \"tier=1.5\"}]\n    fieldPaths: [data.copied]\n    options: {create: true}\n",
+        ),
+        (
+            "/r/r.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    tier: 1.50\n    flag: True\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  labels:\n    mode: 0600\n    flag: True\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n    tier: \"1.5\"\n    flag: True\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: src\ndata:\n  v: from-src\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n  labels:\n    flag: True\n",
+        ),
+    ];
+    assert_eq!(
+        ok(files, "/r"),
+        "apiVersion: v1\ndata:\n  k: v\n  patched: \"yes\"\nkind: ConfigMap\nmetadata:\n  labels:\n    flag: true\n    tier: 1.5\n  name: a\n---\napiVersion: v1\ndata:\n  k: v\n  mode: matched\nkind: ConfigMap\nmetadata:\n  labels:\n    flag: true\n    mode: 384\n  name: b\n---\napiVersion: v1\ndata:\n  k: v\nkind: ConfigMap\nmetadata:\n  labels:\n    flag: true\n    tier: \"1.5\"\n  name: c\n---\napiVersion: v1\ndata:\n  copied: from-src\nkind: ConfigMap\nmetadata:\n  labels:\n    flag: true\n  name: d\n---\napiVersion: v1\ndata:\n  v: from-src\nkind: ConfigMap\nmetadata:\n  name: src\n"
+    );
+}

@@ -101,12 +101,12 @@ impl CompiledSelector {
             }
         }
         if let Some(l) = &self.labels
-            && !l.matches(r.labels())
+            && !l.matches_texts(|k| r.meta_text("labels", k))
         {
             return false;
         }
         if let Some(a) = &self.annotations
-            && !a.matches(r.annotations())
+            && !a.matches_texts(|k| r.meta_text("annotations", k))
         {
             return false;
         }

@@ -30,9 +30,7 @@ use std::borrow::Cow;
 use crate::kustomize::fieldpath::{self, CreateKind, PathElem, Resolved, VisitError};
 use crate::kustomize::resid::ResId;
 use crate::kustomize::resource::value_at;
-use crate::kustomize::selector::{
-    GoDecoder, LabelSelector, Selector, annotations_of, go_quote, join_path, labels_of,
-};
+use crate::kustomize::selector::{GoDecoder, LabelSelector, Selector, go_quote, join_path};
 use crate::kustomize::yaml::{PathSeg, Value};
 
 /// The field kustomize reads and writes when none is given.
@@ -390,6 +388,28 @@ pub fn scalar_text_at<'a>(
     text_and_style(v, kept.map(|t| t.text.as_str()))
 }
 
+/// The text kyaml reads for `metadata.<field>.<key>` (`field`: `labels`
+/// or `annotations`) of `obj`, whose kept texts are `texts`: the text its
+/// file wrote when kept, else how the value prints. `None` when there is
+/// no such key.
+pub fn meta_value_text<'a>(
+    obj: &'a Value,
+    texts: &'a [TextScalar],
+    field: &str,
+    key: &str,
+) -> Option<Cow<'a, str>> {
+    let v = obj.get_path(&["metadata", field])?.as_map()?.get(key)?;
+    let kept = texts.iter().find(|t| {
+        matches!(&t.path[..], [PathSeg::Key(m), PathSeg::Key(f), PathSeg::Key(k)]
+            if m == "metadata" && f == field && k == key)
+            && t.current(v)
+    });
+    Some(match kept {
+        Some(t) => Cow::Borrowed(t.text.as_str()),
+        None => Cow::Owned(fieldpath::scalar_text(v)),
+    })
+}
+
 /// [`scalar_text_at`] for a scalar whose kept text (current, or from its
 /// file) is `kept`.
 pub fn text_and_style<'a>(v: &'a Value, kept: Option<&'a str>) -> Option<(Cow<'a, str>, bool)> {
@@ -722,17 +742,18 @@ impl MetaSelector {
         }
     }
 
-    fn matches(&self, obj: &Value) -> Result<bool, String> {
+    /// Whether `obj` (whose kept texts are `texts`) is selected.
+    fn matches(&self, obj: &Value, texts: &[TextScalar]) -> Result<bool, String> {
         let anno = self
             .annotations
             .as_ref()
             .map_err(Clone::clone)?
-            .matches(annotations_of(obj));
+            .matches_texts(|k| meta_value_text(obj, texts, "annotations", k));
         let labels = self
             .labels
             .as_ref()
             .map_err(Clone::clone)?
-            .matches(labels_of(obj));
+            .matches_texts(|k| meta_value_text(obj, texts, "labels", k));
         Ok(anno && labels)
     }
 }
@@ -765,13 +786,13 @@ fn apply_target<R: ReplacementResource>(
         })
         .collect();
     for (i, res) in resources.iter_mut().enumerate() {
-        let obj = res.object();
-        if !select_meta.matches(obj)? {
+        let (obj, texts) = (res.object(), res.scalar_texts());
+        if !select_meta.matches(obj, texts)? {
             continue;
         }
         let mut rejected = false;
         for meta in reject_meta.iter().flatten() {
-            if meta.matches(obj)? {
+            if meta.matches(obj, texts)? {
                 rejected = true;
                 break;
             }

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use super::error::{Error, Result};
 use super::openapi::Schema;
-use super::replacement::{TextScalar, keep_untyped, set_scalar_text, text_and_style};
+use super::replacement::{
+    TextScalar, keep_untyped, meta_value_text, set_scalar_text, text_and_style,
+};
 use super::resid::{Gvk, ResId};
 use super::yaml::{Mapping, Value};
 
@@ -348,6 +350,12 @@ impl Resource {
         let mut id = self.cur_id();
         id.namespace = effective_namespace(&id, schema).to_string();
         self.prev_ids.push(id);
+    }
+
+    /// The text kyaml reads for the label or annotation `key` (`field`:
+    /// `labels` or `annotations`); `None` when there is none.
+    pub fn meta_text(&self, field: &str, key: &str) -> Option<Cow<'_, str>> {
+        meta_value_text(&self.obj, &self.scalar_texts, field, key)
     }
 
     pub fn labels(&self) -> Option<&Mapping> {

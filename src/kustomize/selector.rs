@@ -12,6 +12,7 @@
 //! Label and annotation selectors use the apimachinery syntax
 //! ([`LabelSelector`]), with its error messages.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use regex::Regex;
@@ -650,15 +651,24 @@ impl LabelSelector {
     }
 
     /// True when every requirement holds for `labels` (a missing map is an
-    /// empty one; non-string values compare by their text).
+    /// empty one; non-string values compare by how they print).
     pub fn matches(&self, labels: Option<&Mapping>) -> bool {
+        self.matches_texts(|k| {
+            labels
+                .and_then(|m| m.get(k))
+                .map(|v| Cow::Owned(crate::kustomize::fieldpath::scalar_text(v)))
+        })
+    }
+
+    /// [`LabelSelector::matches`] with the text of each key's value from
+    /// `text` (`None`: no such key). kyaml reads labels as the text their
+    /// file wrote (`1.50`, `0600`), which a resource keeps apart.
+    pub fn matches_texts<'a>(&self, text: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
         self.requirements.iter().all(|r| {
-            let val = labels
-                .and_then(|m| m.get(&r.key))
-                .map(crate::kustomize::fieldpath::scalar_text);
+            let val = text(&r.key);
             match r.op {
-                Op::In | Op::Equals => val.is_some_and(|v| r.values.contains(&v)),
-                Op::NotIn | Op::NotEquals => val.is_none_or(|v| !r.values.contains(&v)),
+                Op::In | Op::Equals => val.is_some_and(|v| r.values.contains(v.as_ref())),
+                Op::NotIn | Op::NotEquals => val.is_none_or(|v| !r.values.contains(v.as_ref())),
                 Op::Exists => val.is_some(),
                 Op::DoesNotExist => val.is_none(),
                 Op::Gt | Op::Lt => {
