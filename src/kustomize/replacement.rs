@@ -399,15 +399,28 @@ pub fn meta_value_text<'a>(
     key: &str,
 ) -> Option<Cow<'a, str>> {
     let v = obj.get_path(&["metadata", field])?.as_map()?.get(key)?;
-    let kept = texts.iter().find(|t| {
-        matches!(&t.path[..], [PathSeg::Key(m), PathSeg::Key(f), PathSeg::Key(k)]
-            if m == "metadata" && f == field && k == key)
-            && t.current(v)
-    });
-    Some(match kept {
-        Some(t) => Cow::Borrowed(t.text.as_str()),
-        None => Cow::Owned(fieldpath::scalar_text(v)),
-    })
+    Some(
+        match kept_text_by_keys(texts, &["metadata", field, key], v) {
+            Some(t) => Cow::Borrowed(t),
+            None => Cow::Owned(fieldpath::scalar_text(v)),
+        },
+    )
+}
+
+/// The kept text of the scalar `v` at the map-key path `path`, while it
+/// still holds what was recorded.
+pub fn kept_text_by_keys<'a>(texts: &'a [TextScalar], path: &[&str], v: &Value) -> Option<&'a str> {
+    texts
+        .iter()
+        .find(|t| {
+            t.path.len() == path.len()
+                && t.path
+                    .iter()
+                    .zip(path)
+                    .all(|(seg, key)| matches!(seg, PathSeg::Key(k) if k == key))
+                && t.current(v)
+        })
+        .map(|t| t.text.as_str())
 }
 
 /// [`scalar_text_at`] for a scalar whose kept text (current, or from its

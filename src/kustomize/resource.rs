@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::error::{Error, Result};
 use super::openapi::Schema;
 use super::replacement::{
-    TextScalar, keep_untyped, meta_value_text, set_scalar_text, text_and_style,
+    TextScalar, keep_untyped, kept_text_by_keys, meta_value_text, set_scalar_text, text_and_style,
 };
 use super::resid::{Gvk, ResId};
 use super::yaml::{Mapping, Value};
@@ -266,15 +266,8 @@ impl Resource {
         let Some(v) = self.obj.get_path(path) else {
             return Cow::Borrowed("");
         };
-        let kept = self.scalar_texts.iter().find(|t| {
-            t.path.len() == path.len()
-                && t.path
-                    .iter()
-                    .zip(path)
-                    .all(|(seg, key)| matches!(seg, PathSeg::Key(k) if k == key))
-                && t.current(v)
-        });
-        text_and_style(v, kept.map(|t| t.text.as_str())).map_or(Cow::Borrowed(""), |(t, _)| t)
+        let kept = kept_text_by_keys(&self.scalar_texts, path, v);
+        text_and_style(v, kept).map_or(Cow::Borrowed(""), |(t, _)| t)
     }
 
     pub fn gvk(&self) -> Gvk {
