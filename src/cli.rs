@@ -68,6 +68,25 @@ enum Command {
         /// Add the `app.kubernetes.io/managed-by` label to every resource.
         #[arg(long = "enable-managedby-label")]
         enable_managedby_label: bool,
+        /// Render `helmCharts` (and `HelmChartInflationGenerator` configs)
+        /// with `helm template`, as kustomize does. Charts must already be
+        /// in the chart home: krmsync never pulls them.
+        #[arg(long = "enable-helm")]
+        enable_helm: bool,
+        /// The helm program (with --enable-helm).
+        #[arg(long = "helm-command", default_value = "helm", value_name = "PATH")]
+        helm_command: String,
+        /// Kubernetes API versions for helm's `Capabilities.APIVersions`
+        /// (repeatable; replaces every chart's `apiVersions`).
+        #[arg(long = "helm-api-versions", value_name = "VERSION")]
+        helm_api_versions: Vec<String>,
+        /// Kubernetes version for helm's `Capabilities.KubeVersion`
+        /// (replaces every chart's `kubeVersion`).
+        #[arg(long = "helm-kube-version", value_name = "VERSION", default_value = "")]
+        helm_kube_version: String,
+        /// Run `helm template --debug` for every chart.
+        #[arg(long = "helm-debug")]
+        helm_debug: bool,
         /// Give the network to functions that ask for it (container
         /// `network: true`, exec `network: true`); denied otherwise.
         #[arg(long = "network")]
@@ -889,11 +908,31 @@ pub fn main() -> ExitCode {
             enable_alpha_plugins,
             enable_exec,
             enable_managedby_label,
+            enable_helm,
+            helm_command,
+            helm_api_versions,
+            helm_kube_version,
+            helm_debug,
             network,
             require_sandbox,
             trusted_catalog,
             function_cache,
         } => {
+            if enable_helm && require_sandbox {
+                return report(Err(
+                    "--enable-helm with --require-sandbox: helm runs unconfined, outside the \
+                     function sandbox; drop one of the two flags"
+                        .to_string(),
+                ));
+            }
+            let helm = enable_helm.then(|| crate::kustomize::helm::HelmOptions {
+                runner: Arc::new(crate::krm::helm::HelmProcess {
+                    command: helm_command,
+                }),
+                kube_version: helm_kube_version,
+                api_versions: helm_api_versions,
+                debug: helm_debug,
+            });
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
             let resolver = match crate::catalog::resolve::Resolver::new(
                 &trusted_catalog,
@@ -932,6 +971,7 @@ pub fn main() -> ExitCode {
                 enable_managedby_label,
                 function_runner,
                 catalog_resolver: Some(Arc::new(resolver)),
+                helm,
             };
             report(build_command(&dir, output.as_deref(), &opts))
         }

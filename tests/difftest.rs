@@ -42,3 +42,33 @@ fn random_trees_build_like_kubectl_kustomize() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The same for `helmCharts` (`tools/difftest_helm.py`): both tools drive
+/// one stand-in helm, so arguments, values files and output handling are
+/// compared too. No real helm is needed.
+#[test]
+fn random_helm_charts_build_like_kubectl_kustomize() {
+    if !on_path("python3") || !on_path("kubectl") {
+        println!("difftest-helm: not run: python3 or kubectl is not on PATH");
+        return;
+    }
+    let keep = tempfile::tempdir().unwrap();
+    let seed: u64 = 2_000_000;
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/difftest_helm.py"))
+        .args(["--trees", "40", "--seed", &seed.to_string()])
+        .arg("--krmsync")
+        .arg(env!("CARGO_BIN_EXE_krmsync"))
+        .arg("--keep")
+        .arg(keep.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("40 passed, 0 failed"),
+        "seeds {seed}..{}: {stdout}{}",
+        seed + 39,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -116,6 +116,12 @@ impl From<crate::kustomize::Error> for Failure {
             ErrorKind::FunctionUnsupported => Failure::FunctionUnsupported(e.message),
             ErrorKind::FunctionUnavailable => Failure::FunctionUnavailable(e.message),
             ErrorKind::FunctionFailed => Failure::FunctionFailed(e.message),
+            ErrorKind::HelmNotEnabled => Failure::FunctionUnsupported(format!(
+                "helm charts are not rendered in-cluster: the controller does not run helm; \
+                 render the chart with `krmsync build --enable-helm` and put the output in \
+                 the bundle ({})",
+                e.message
+            )),
             ErrorKind::Invalid | ErrorKind::Io | ErrorKind::Security => Failure::Render(e.message),
         }
     }

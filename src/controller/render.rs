@@ -329,4 +329,25 @@ mod tests {
         let err = render_tree(d.path(), Some("../.."), None).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Security);
     }
+
+    #[test]
+    fn helm_charts_are_refused_in_cluster_with_a_way_out() {
+        let d = tree();
+        std::fs::create_dir_all(d.path().join("charts/app")).unwrap();
+        std::fs::write(d.path().join("charts/app/values.yaml"), "a: 1\n").unwrap();
+        std::fs::write(
+            d.path().join("kustomization.yaml"),
+            "helmCharts:\n- name: app\n",
+        )
+        .unwrap();
+        let err = render_tree(d.path(), None, None).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::HelmNotEnabled, "{err}");
+        let failure = crate::controller::error::Failure::from(err);
+        assert_eq!(failure.reason(), crate::api::Reason::FunctionUnsupported);
+        assert!(
+            failure.message().contains("krmsync build --enable-helm"),
+            "{}",
+            failure.message()
+        );
+    }
 }

@@ -21,6 +21,7 @@
 //! kustomization directory: they are not sandboxed, and a runner whose
 //! sandbox is required refuses them.
 
+pub mod helm;
 pub mod process;
 pub mod sandbox;
 pub mod wire;

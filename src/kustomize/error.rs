@@ -25,6 +25,9 @@ pub enum ErrorKind {
     /// A function ran and failed: non-zero exit, error results, timeout,
     /// malformed output, or a binary that does not match its pin.
     FunctionFailed,
+    /// A `helmCharts` entry (or `HelmChartInflationGenerator`) in a build
+    /// without a helm runner (`--enable-helm` not given; in-cluster).
+    HelmNotEnabled,
 }
 
 /// A build error: a kind plus a message naming the file (and field) at fault.

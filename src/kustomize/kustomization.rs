@@ -138,7 +138,12 @@ pub struct Kustomization {
     pub config_map_generator: Vec<GeneratorArgs>,
     pub secret_generator: Vec<GeneratorArgs>,
     pub generator_options: Option<GeneratorOptions>,
-    pub helm_charts: Vec<Value>,
+    /// `helmGlobals` (or what the deprecated `helmChartInflationGenerator`
+    /// entries give, when `helmGlobals` is absent).
+    pub helm_globals: Option<HelmGlobals>,
+    /// `helmCharts`, then the deprecated `helmChartInflationGenerator`
+    /// entries converted as kustomize converts them.
+    pub helm_charts: Vec<HelmChart>,
     pub configurations: Vec<String>,
     pub generators: Vec<String>,
     pub transformers: Vec<String>,
@@ -147,6 +152,269 @@ pub struct Kustomization {
     /// `catalogs:` (KEP-2906): function catalogs for this layer's
     /// generators, transformers and validators (local paths).
     pub catalogs: Vec<String>,
+}
+
+/// `helmGlobals`: where charts are and where helm keeps its configuration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HelmGlobals {
+    /// Directory holding the charts (default `charts`, relative to the
+    /// kustomization).
+    pub chart_home: String,
+    /// `HELM_CONFIG_HOME` (default: a temporary directory).
+    pub config_home: String,
+}
+
+/// One `helmCharts` entry (kustomize's `types.HelmChart`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HelmChart {
+    pub name: String,
+    pub version: String,
+    pub repo: String,
+    pub release_name: String,
+    pub namespace: String,
+    pub additional_values_files: Vec<String>,
+    pub values_file: String,
+    /// `valuesInline`, as kustomize holds it after its YAML -> JSON decode
+    /// (numbers are float64 there).
+    pub values_inline: Mapping,
+    pub values_merge: String,
+    pub include_crds: bool,
+    pub skip_hooks: bool,
+    pub api_versions: Vec<String>,
+    pub kube_version: String,
+    pub name_template: String,
+    pub skip_tests: bool,
+    pub debug: bool,
+}
+
+const HELM_GLOBALS_FIELDS: &[&str] = &["chartHome", "configHome"];
+const HELM_CHART_FIELDS: &[&str] = &[
+    "name",
+    "version",
+    "repo",
+    "releaseName",
+    "namespace",
+    "additionalValuesFiles",
+    "valuesFile",
+    "valuesInline",
+    "valuesMerge",
+    "includeCRDs",
+    "skipHooks",
+    "apiVersions",
+    "kubeVersion",
+    "nameTemplate",
+    "skipTests",
+    "debug",
+];
+const HELM_CHART_ARGS_FIELDS: &[&str] = &[
+    "chartName",
+    "chartVersion",
+    "chartRepoUrl",
+    "chartHome",
+    "chartRepoName",
+    "helmBin",
+    "helmHome",
+    "values",
+    "valuesLocal",
+    "valuesMerge",
+    "releaseName",
+    "releaseNamespace",
+    "extraArgs",
+];
+
+/// Numbers as Go's JSON decoding into `interface{}` holds them: float64.
+fn go_json_numbers(v: &Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Float(*i as f64),
+        Value::UInt(u) => Value::Float(*u as f64),
+        Value::Seq(items) => Value::Seq(items.iter().map(go_json_numbers).collect()),
+        Value::Map(m) => Value::Map(
+            m.iter()
+                .map(|(k, v)| (k.clone(), go_json_numbers(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn decode_helm_globals(parent: &Dec, v: &Value, field: &str) -> Result<Option<HelmGlobals>> {
+    let Some(m) = parent.map(v, field, "types.HelmGlobals")? else {
+        return Ok(None);
+    };
+    let d = parent.child("HelmGlobals", field);
+    let m = &d.canon(m, HELM_GLOBALS_FIELDS)?;
+    Ok(Some(HelmGlobals {
+        chart_home: d.string(m, "chartHome")?,
+        config_home: d.string(m, "configHome")?,
+    }))
+}
+
+/// `types.HelmChart`'s string fields and string-list fields.
+const HELM_CHART_STRING_FIELDS: &[&str] = &[
+    "name",
+    "version",
+    "repo",
+    "releaseName",
+    "namespace",
+    "valuesFile",
+    "valuesMerge",
+    "kubeVersion",
+    "nameTemplate",
+];
+const HELM_CHART_STRING_LIST_FIELDS: &[&str] = &["additionalValuesFiles", "apiVersions"];
+
+/// A scalar as the text sigs.k8s.io/yaml gives it for a string field.
+fn go_string_of(v: &Value) -> Option<Value> {
+    let text = match v {
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::Float(f) if f.is_finite() => super::yaml::format_yaml_float(*f),
+        _ => return None,
+    };
+    Some(Value::String(text))
+}
+
+/// kustomize hands a chart to its plugin through sigs.k8s.io/yaml, which
+/// reads the top-level keys of `valuesInline` against `types.HelmChart`'s
+/// own fields: a key spelled like one of its string fields (any case) gets
+/// its scalar turned into a string (`name: 1` is `"1"`), the scalar items
+/// of a list under a string-list field too (`apiVersions: [1]`).
+fn stringify_like_chart_fields(values: &mut Mapping) {
+    for (k, v) in values.iter_mut() {
+        if HELM_CHART_STRING_FIELDS
+            .iter()
+            .any(|f| f.eq_ignore_ascii_case(k))
+        {
+            if let Some(s) = go_string_of(v) {
+                *v = s;
+            }
+        } else if HELM_CHART_STRING_LIST_FIELDS
+            .iter()
+            .any(|f| f.eq_ignore_ascii_case(k))
+            && let Value::Seq(items) = v
+        {
+            for item in items.iter_mut() {
+                if let Some(s) = go_string_of(item) {
+                    *item = s;
+                }
+            }
+        }
+    }
+}
+
+/// `valuesInline` as kustomize's plugin holds it. A kustomization's
+/// values reach it as JSON numbers (float64) first, then as text; a
+/// plugin configuration's (`from_config`) are read as text first, so an
+/// integer there keeps all its digits in a string field.
+fn helm_inline(d: &Dec, m: &Mapping, field: &str, from_config: bool) -> Result<Mapping> {
+    match m.get(field) {
+        None | Some(Value::Null) => Ok(Mapping::new()),
+        Some(Value::Map(mm)) => {
+            let mut values = mm.clone();
+            if from_config {
+                stringify_like_chart_fields(&mut values);
+            }
+            match go_json_numbers(&Value::Map(values)) {
+                Value::Map(mut out) => {
+                    if !from_config {
+                        stringify_like_chart_fields(&mut out);
+                    }
+                    Ok(out)
+                }
+                _ => Ok(Mapping::new()),
+            }
+        }
+        Some(v) => Err(d.mismatch(field, v, "map[string]interface {}")),
+    }
+}
+
+fn decode_helm_chart(parent: &Dec, v: &Value, field: &str) -> Result<HelmChart> {
+    let Some(m) = parent.map(v, field, "types.HelmChart")? else {
+        return Ok(HelmChart::default());
+    };
+    let d = parent.child("HelmChart", field);
+    let m = &d.canon(m, HELM_CHART_FIELDS)?;
+    helm_chart_fields(&d, m, false)
+}
+
+fn helm_chart_fields(d: &Dec, m: &Mapping, from_config: bool) -> Result<HelmChart> {
+    Ok(HelmChart {
+        name: d.string(m, "name")?,
+        version: d.string(m, "version")?,
+        repo: d.string(m, "repo")?,
+        release_name: d.string(m, "releaseName")?,
+        namespace: d.string(m, "namespace")?,
+        additional_values_files: d.string_list(m, "additionalValuesFiles")?,
+        values_file: d.string(m, "valuesFile")?,
+        values_inline: helm_inline(d, m, "valuesInline", from_config)?,
+        values_merge: d.string(m, "valuesMerge")?,
+        include_crds: d.boolean(m, "includeCRDs")?,
+        skip_hooks: d.boolean(m, "skipHooks")?,
+        api_versions: d.string_list(m, "apiVersions")?,
+        kube_version: d.string(m, "kubeVersion")?,
+        name_template: d.string(m, "nameTemplate")?,
+        skip_tests: d.boolean(m, "skipTests")?,
+        debug: d.boolean(m, "debug")?,
+    })
+}
+
+/// A deprecated `helmChartInflationGenerator` entry: the chart it names,
+/// and the chart and config homes it sets (kustomize's
+/// `SplitHelmParameters`; `releaseNamespace`, `extraArgs`, `helmBin` and
+/// `chartRepoName` are read and ignored, as there).
+fn decode_helm_chart_args(parent: &Dec, v: &Value) -> Result<(HelmChart, HelmGlobals)> {
+    let field = "helmChartInflationGenerator";
+    let Some(m) = parent.map(v, field, "types.HelmChartArgs")? else {
+        return Ok(Default::default());
+    };
+    let d = parent.child("HelmChartArgs", field);
+    let m = &d.canon(m, HELM_CHART_ARGS_FIELDS)?;
+    for ignored in ["chartRepoName", "helmBin", "releaseNamespace"] {
+        d.string(m, ignored)?;
+    }
+    d.string_list(m, "extraArgs")?;
+    let chart = HelmChart {
+        name: d.string(m, "chartName")?,
+        version: d.string(m, "chartVersion")?,
+        repo: d.string(m, "chartRepoUrl")?,
+        values_file: d.string(m, "values")?,
+        values_inline: helm_inline(&d, m, "valuesLocal", false)?,
+        values_merge: d.string(m, "valuesMerge")?,
+        release_name: d.string(m, "releaseName")?,
+        ..Default::default()
+    };
+    let globals = HelmGlobals {
+        chart_home: d.string(m, "chartHome")?,
+        config_home: d.string(m, "helmHome")?,
+    };
+    Ok((chart, globals))
+}
+
+/// A builtin `HelmChartInflationGenerator` plugin configuration (from
+/// `generators:`): its chart and globals. Decoded like kustomize's plugin
+/// configuration (sigs.k8s.io/yaml, not strict: unknown fields such as
+/// `metadata` are ignored; scalars meet string fields as their text).
+pub fn decode_helm_plugin_config(v: &Value) -> Result<(HelmGlobals, HelmChart)> {
+    let d = Dec::top("plugin", true);
+    let Some(m) = d.map(v, "", "plugin")? else {
+        return Ok(Default::default());
+    };
+    let known: Mapping = m
+        .iter()
+        .filter_map(|(k, v)| {
+            HELM_CHART_FIELDS
+                .iter()
+                .chain(HELM_GLOBALS_FIELDS)
+                .find(|f| f.eq_ignore_ascii_case(k))
+                .map(|f| (f.to_string(), v.clone()))
+        })
+        .collect();
+    let globals = HelmGlobals {
+        chart_home: d.string(&known, "chartHome")?,
+        config_home: d.string(&known, "configHome")?,
+    };
+    Ok((globals, helm_chart_fields(&d, &known, true)?))
 }
 
 /// Decoding context: the Go struct and the JSON path for error messages,
@@ -699,12 +967,30 @@ impl Kustomization {
         if let Some(v) = m.get("generatorOptions") {
             k.generator_options = decode_options(&d, v, "generatorOptions")?;
         }
-        k.helm_charts = d.seq(m, "helmCharts", "[]types.HelmChart")?.to_vec();
-        k.helm_charts.extend(
-            d.seq(m, "helmChartInflationGenerator", "[]types.HelmChartArgs")?
-                .iter()
-                .cloned(),
-        );
+        if let Some(v) = m.get("helmGlobals") {
+            k.helm_globals = decode_helm_globals(&d, v, "helmGlobals")?;
+        }
+        for v in d.seq(m, "helmCharts", "[]types.HelmChart")? {
+            k.helm_charts.push(decode_helm_chart(&d, v, "helmCharts")?);
+        }
+        // kustomize's FixKustomization: the deprecated entries become
+        // charts, and give the globals when `helmGlobals` is absent.
+        let mut old_globals = HelmGlobals::default();
+        for v in d.seq(m, "helmChartInflationGenerator", "[]types.HelmChartArgs")? {
+            let (chart, g) = decode_helm_chart_args(&d, v)?;
+            if !g.config_home.is_empty() {
+                old_globals.config_home = g.config_home;
+            }
+            if !g.chart_home.is_empty() {
+                old_globals.chart_home = g.chart_home;
+            }
+            k.helm_charts.push(chart);
+        }
+        if k.helm_globals.is_none()
+            && (!old_globals.chart_home.is_empty() || !old_globals.config_home.is_empty())
+        {
+            k.helm_globals = Some(old_globals);
+        }
         Ok(k)
     }
 }

@@ -24,6 +24,7 @@ pub mod fieldspec;
 pub mod fs;
 pub mod function;
 pub mod generator;
+pub mod helm;
 pub mod kustomization;
 pub mod loader;
 pub mod nameref;
@@ -81,6 +82,9 @@ pub struct BuildOptions {
     /// Resolves function configs through trusted catalogs (KEP-2906).
     /// `None`: a kustomization with `catalogs:` is an error.
     pub catalog_resolver: Option<Arc<dyn function::CatalogResolver>>,
+    /// `--enable-helm`: renders `helmCharts` through this runner. `None`:
+    /// a chart is an error (`must specify --enable-helm`), as in kustomize.
+    pub helm: Option<helm::HelmOptions>,
 }
 
 impl std::fmt::Debug for BuildOptions {
@@ -93,6 +97,7 @@ impl std::fmt::Debug for BuildOptions {
             .field("enable_managedby_label", &self.enable_managedby_label)
             .field("function_runner", &self.function_runner.is_some())
             .field("catalog_resolver", &self.catalog_resolver.is_some())
+            .field("helm", &self.helm.is_some())
             .finish()
     }
 }

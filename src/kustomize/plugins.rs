@@ -253,9 +253,19 @@ pub fn run_generator_entry(
             }
             "IAMPolicyGenerator" => out.push(iam_policy(obj)?),
             "HelmChartInflationGenerator" => {
-                return Err(Error::invalid(
-                    "HelmChartInflationGenerator is not supported: krmsync does not run helm",
-                ));
+                let (globals, chart) = super::kustomization::decode_helm_plugin_config(obj)?;
+                let o =
+                    t.config_origin(&kind, &cfg.name(), origin.as_ref().map(|o| o.path.as_str()));
+                for mut r in super::helm::inflate(
+                    t.loader(),
+                    t.opts().helm.as_ref(),
+                    &globals,
+                    &chart,
+                    &t.schema(),
+                )? {
+                    r.origin = o.clone();
+                    out.push(r);
+                }
             }
             other => {
                 return Err(Error::invalid(format!(

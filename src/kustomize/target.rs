@@ -481,12 +481,19 @@ impl<'o> Target<'o> {
             r.origin = self.generator_origin("SecretGenerator");
             absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
         }
-        if !self.kust.helm_charts.is_empty() {
-            return Err(Error::invalid(format!(
-                "{}: helmCharts are not supported: krmsync does not run helm; render the chart to \
-                 YAML and list it in resources",
-                self.loader.root().join(&self.file_name).display()
-            )));
+        let globals = self.kust.helm_globals.clone().unwrap_or_default();
+        for chart in &self.kust.helm_charts {
+            let resources = super::helm::inflate(
+                &self.loader,
+                self.ctx.opts.helm.as_ref(),
+                &globals,
+                chart,
+                &self.ctx.schema(),
+            )?;
+            for mut r in resources {
+                r.origin = self.generator_origin("HelmChartInflationGenerator");
+                absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
+            }
         }
         for entry in &self.kust.generators {
             for r in plugins::run_generator_entry(self, ra, entry)? {

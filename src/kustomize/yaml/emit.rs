@@ -473,6 +473,15 @@ fn push_json_float(out: &mut String, f: f64) {
     }
 }
 
+/// [`push_yaml_float`] to a new string: how a float64 that went through
+/// Go's JSON and go-yaml v2 reads as text (sigs.k8s.io/yaml turning a
+/// number into a string field's value does the same).
+pub fn format_yaml_float(f: f64) -> String {
+    let mut out = String::new();
+    push_yaml_float(&mut out, f);
+    out
+}
+
 /// A finite float as go-yaml v2 prints it after reading Go's JSON for it:
 /// integral values that fit 64 bits become integers, the rest are
 /// formatted with `strconv.FormatFloat(f, 'g', -1, 64)`.

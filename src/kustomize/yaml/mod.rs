@@ -10,6 +10,6 @@ pub mod emit;
 pub mod parse;
 pub mod value;
 
-pub use emit::{format_float, natural_cmp, to_go_json, write_document};
+pub use emit::{format_float, format_yaml_float, natural_cmp, to_go_json, write_document};
 pub use parse::{ParseError, parse_documents};
 pub use value::{Mapping, PathSeg, Value};
