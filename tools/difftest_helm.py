@@ -147,10 +147,15 @@ def tree(r):
     home = r.choice([None, None, "charts", "home", "sub/charts"])
     home_dir = home or "charts"
     k = ""
+    globals_ = ""
     if home and r.random() < 0.8:
-        k += f"helmGlobals:\n  chartHome: {home}\n"
+        globals_ += f"  chartHome: {home}\n"
     elif home:
         home_dir = "charts"
+    if r.random() < 0.15:
+        globals_ += f"  configHome: {r.choice(['helm-config', '/tmp/difftest-helm-config'])}\n"
+    if globals_:
+        k += "helmGlobals:\n" + globals_
     for line in ["namePrefix: p-\n", "namespace: nsx\n", "commonLabels:\n  team: t\n"]:
         if r.random() < 0.2:
             k += line
@@ -201,7 +206,7 @@ def tree(r):
         configs = []
         for n, e in enumerate(entries):
             body = "".join(line[2:] + "\n" for line in e.splitlines())
-            g = f"chartHome: {home}\n" if home and "helmGlobals" in k else ""
+            g = f"chartHome: {home}\n" if home and "chartHome" in k else ""
             configs.append(f"apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata:\n  name: h{n}\n" + g + body)
         files["helm.yaml"] = "---\n".join(configs)
     else:
@@ -213,7 +218,7 @@ def tree(r):
 
 
 def run(cmd, cwd, env):
-    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True)
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -224,6 +229,9 @@ def main():
     ap.add_argument("--krmsync", default=str(Path(__file__).resolve().parent.parent / "target/release/krmsync"))
     ap.add_argument("--keep", default="difftest-helm-failures")
     a = ap.parse_args()
+    if not shutil.which("kubectl"):
+        print("difftest-helm: not run: kubectl is not on PATH")
+        return
     passed = failed = refused = 0
     with tempfile.TemporaryDirectory(prefix="difftest-helm-") as tmp:
         helm = Path(tmp) / "helm"

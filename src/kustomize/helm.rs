@@ -14,7 +14,7 @@
 //! build fails and says where to put it (rendering opens no network
 //! connection).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::documents::parse_resources;
@@ -22,7 +22,7 @@ use super::error::{Error, ErrorKind, Result};
 use super::kustomization::{HelmChart, HelmGlobals};
 use super::loader::Loader;
 use super::openapi::Schema;
-use super::patch::smp::strategic_merge;
+use super::patch::merge_values;
 use super::resource::Resource;
 use super::yaml::{Mapping, Value, parse::parse_documents_strict, write_document};
 
@@ -48,8 +48,8 @@ pub struct HelmCall {
     pub args: Vec<HelmArg>,
     /// The values file's content.
     pub values: Vec<u8>,
-    /// `helmGlobals.configHome` made absolute (`HELM_CONFIG_HOME`); `None`:
-    /// a temporary directory of the runner's.
+    /// `helmGlobals.configHome` as written (`HELM_CONFIG_HOME`); `None`: a
+    /// temporary directory of the runner's.
     pub config_home: Option<PathBuf>,
 }
 
@@ -218,17 +218,10 @@ fn prepare(
     if c.values_merge.is_empty() {
         c.values_merge = "override".into();
     }
-    let config_home = (!globals.config_home.is_empty()).then(|| {
-        let p = Path::new(&globals.config_home);
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            // kustomize hands helm the relative path, which helm reads
-            // against the working directory; the kustomization's own
-            // directory is the stable reading of it
-            loader.join(&globals.config_home)
-        }
-    });
+    // passed to helm as written: a relative path is read by helm against
+    // the working directory, as with kustomize
+    let config_home =
+        (!globals.config_home.is_empty()).then(|| PathBuf::from(&globals.config_home));
     Ok(Prepared {
         chart: c,
         home,
@@ -313,7 +306,7 @@ fn values(loader: &Loader, p: &Prepared, schema: &Schema) -> Result<Vec<u8>> {
         } else {
             (&file, &inline)
         };
-        strategic_merge(dest, src, schema)
+        merge_values(dest, src, schema)
             .map_err(|e| Error::invalid(format!("could not merge values: {}", e.0)))?
             .unwrap_or_else(Value::new_map)
     };
@@ -426,6 +419,7 @@ mod tests {
     use crate::kustomize::LoadRestrictor;
     use crate::kustomize::fs::MemFs;
     use crate::kustomize::yaml::parse_documents;
+    use std::path::Path;
     use std::sync::Mutex;
 
     /// Records calls and answers with a fixed stream.
@@ -581,6 +575,20 @@ mod tests {
             values("replace"),
             "image:\n  tag: new\nlist:\n- c\nreplicas: 3\n"
         );
+    }
+
+    #[test]
+    fn a_merged_value_keeps_its_type_over_a_quoted_string() {
+        // kyaml decodes the merged nodes by tag: unlike a patched resource,
+        // a number written over a quoted string stays a number
+        let files = [("/k/charts/app/values.yaml", "port: 8080\n")];
+        let (r, calls) = run(
+            &files,
+            "name: app\nvaluesMerge: merge\nvaluesInline:\n  port: '80'\n",
+            plain,
+        );
+        r.unwrap();
+        assert_eq!(calls[0].values, b"port: 8080\n");
     }
 
     #[test]

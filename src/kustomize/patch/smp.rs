@@ -78,7 +78,28 @@ pub fn strategic_merge_owned(
     patch: &Value,
     schema: &Schema,
 ) -> Result<Option<Value>, PatchError> {
-    let walker = Walker { schema };
+    merge_with(target, patch, schema, false)
+}
+
+/// The same walk on plain data that is decoded, not printed, afterwards
+/// (kustomize merging Helm values with kyaml's `merge2.Merge`): a scalar
+/// written over a quoted string keeps its own type, since the decoder
+/// reads the node's tag, not its quoting.
+pub fn merge_values(
+    target: &Value,
+    patch: &Value,
+    schema: &Schema,
+) -> Result<Option<Value>, PatchError> {
+    merge_with(target.clone(), patch, schema, true)
+}
+
+fn merge_with(
+    target: Value,
+    patch: &Value,
+    schema: &Schema,
+    keep_types: bool,
+) -> Result<Option<Value>, PatchError> {
+    let walker = Walker { schema, keep_types };
     let replaces_top = matches!(target, Value::Map(_))
         && patch.get(DIRECTIVE).is_some_and(|d| text_eq(d, "replace"));
     if replaces_top {
@@ -149,6 +170,8 @@ enum Kind {
 
 struct Walker<'s> {
     schema: &'s Schema,
+    /// A scalar written over another keeps its type (see [`merge_values`]).
+    keep_types: bool,
 }
 
 /// Stands, while a patch is merged, for a target null written as nothing
@@ -183,8 +206,8 @@ impl<'s> Walker<'s> {
                 // target's quoting.
                 Src::Pair(dest, Some(origin)) => Res::Val(
                     match &dest {
-                        Some(d) => parse::written_over(d, origin),
-                        None => origin,
+                        Some(d) if !self.keep_types => parse::written_over(d, origin),
+                        _ => origin,
                     },
                     Provenance::Origin,
                 ),
