@@ -15,17 +15,20 @@ fn on_path(cmd: &str) -> bool {
         .is_ok_and(|o| o.status.success() || !o.stdout.is_empty() || !o.stderr.is_empty())
 }
 
-#[test]
-fn random_trees_build_like_kubectl_kustomize() {
+/// Runs `tools/<script>` on 40 trees from `seed` against this `krmsync`
+/// and checks that all of them pass.
+fn forty_trees(script: &str, label: &str, seed: u64) {
     if !on_path("python3") || !on_path("kubectl") {
-        println!("difftest: not run: python3 or kubectl is not on PATH");
+        println!("{label}: not run: python3 or kubectl is not on PATH");
         return;
     }
     let keep = tempfile::tempdir().unwrap();
-    // a fixed slice of seeds: CI stays reproducible (the full run explores)
-    let seed: u64 = 1_000_000;
     let out = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/difftest.py"))
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tools")
+                .join(script),
+        )
         .args(["--trees", "40", "--seed", &seed.to_string()])
         .arg("--krmsync")
         .arg(env!("CARGO_BIN_EXE_krmsync"))
@@ -36,11 +39,17 @@ fn random_trees_build_like_kubectl_kustomize() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
     assert!(
-        out.status.success() && stdout.contains("40 passed, 0 failed"),
+        out.status.success() && stdout.contains(&format!("{label}: 40 passed, 0 failed")),
         "seeds {seed}..{}: {stdout}{}",
         seed + 39,
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn random_trees_build_like_kubectl_kustomize() {
+    // a fixed slice of seeds: CI stays reproducible (the full run explores)
+    forty_trees("difftest.py", "difftest", 1_000_000);
 }
 
 /// The same for `helmCharts` (`tools/difftest_helm.py`): both tools drive
@@ -48,27 +57,5 @@ fn random_trees_build_like_kubectl_kustomize() {
 /// compared too. No real helm is needed.
 #[test]
 fn random_helm_charts_build_like_kubectl_kustomize() {
-    if !on_path("python3") || !on_path("kubectl") {
-        println!("difftest-helm: not run: python3 or kubectl is not on PATH");
-        return;
-    }
-    let keep = tempfile::tempdir().unwrap();
-    let seed: u64 = 2_000_000;
-    let out = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/difftest_helm.py"))
-        .args(["--trees", "40", "--seed", &seed.to_string()])
-        .arg("--krmsync")
-        .arg(env!("CARGO_BIN_EXE_krmsync"))
-        .arg("--keep")
-        .arg(keep.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}");
-    assert!(
-        out.status.success() && stdout.contains("40 passed, 0 failed"),
-        "seeds {seed}..{}: {stdout}{}",
-        seed + 39,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    forty_trees("difftest_helm.py", "difftest-helm", 2_000_000);
 }
