@@ -77,11 +77,11 @@ enum Command {
         #[arg(long = "helm-command", default_value = "helm", value_name = "PATH")]
         helm_command: String,
         /// Kubernetes API versions for helm's `Capabilities.APIVersions`
-        /// (repeatable; replaces every chart's `apiVersions`).
+        /// (repeatable; for charts that set no `apiVersions`).
         #[arg(long = "helm-api-versions", value_name = "VERSION")]
         helm_api_versions: Vec<String>,
-        /// Kubernetes version for helm's `Capabilities.KubeVersion`
-        /// (replaces every chart's `kubeVersion`).
+        /// Kubernetes version for helm's `Capabilities.KubeVersion` (for
+        /// charts that set no `kubeVersion`).
         #[arg(long = "helm-kube-version", value_name = "VERSION", default_value = "")]
         helm_kube_version: String,
         /// Run `helm template --debug` for every chart.

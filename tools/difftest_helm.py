@@ -17,7 +17,8 @@ file, `valuesInline` merged per `valuesMerge`, `valuesFile`,
 Trees mix `helmCharts`, the deprecated `helmChartInflationGenerator`,
 builtin `HelmChartInflationGenerator` configs in `generators:`,
 `helmGlobals`, versioned charts, typed and quoted scalars in values, and
-transformers over the output. A tree passes when both tools fail, or both
+transformers over the output; some builds add `--helm-kube-version`,
+`--helm-api-versions` and `--helm-debug`. A tree passes when both tools fail, or both
 succeed with byte-identical output. The run ends with a line
 `difftest-helm: N passed, M failed (R of the passed refused by both)`;
 failing trees are copied to --keep.
@@ -239,12 +240,22 @@ def main():
         helm.chmod(0o755)
         for seed in range(a.seed, a.seed + a.trees):
             root = Path(tmp) / f"tree-{seed}"
-            for rel, text in tree(random.Random(seed)).items():
+            files = tree(random.Random(seed))
+            for rel, text in files.items():
                 (root / rel).parent.mkdir(parents=True, exist_ok=True)
                 (root / rel).write_text(text)
             root = root.resolve()
             env = dict(os.environ, DIFFTEST_ROOT=str(root))
             flags = ["--enable-helm", "--helm-command", str(helm)]
+            extra = random.Random(seed * 7 + 1)
+            if extra.random() < 0.3:
+                flags += ["--helm-kube-version", "1.31.0"]
+                flags += extra.choice([[], ["--helm-debug"]])
+                # kustomize 5.5 lets a chart's own apiVersions overwrite the
+                # flag's values in place (shared slice memory), a documented
+                # difference: only trees with no apiVersions get the flag
+                if not any("apiVersions" in t for t in files.values()):
+                    flags += ["--helm-api-versions", "x/v1", "--helm-api-versions", "y/v2"]
             kc, ko, ke = run(["kubectl", "kustomize", *flags, "."], root, env)
             mc, mo, me = run([a.krmsync, "build", *flags, "."], root, env)
             if (kc != 0 and mc != 0) or (kc == 0 and mc == 0 and ko == mo):

@@ -66,9 +66,9 @@ pub trait HelmRunner: Send + Sync {
 #[derive(Clone)]
 pub struct HelmOptions {
     pub runner: Arc<dyn HelmRunner>,
-    /// `--helm-kube-version`: replaces every chart's `kubeVersion`.
+    /// `--helm-kube-version`: the `kubeVersion` of charts that set none.
     pub kube_version: String,
-    /// `--helm-api-versions`: replaces every chart's `apiVersions`.
+    /// `--helm-api-versions`: the `apiVersions` of charts that set none.
     pub api_versions: Vec<String>,
     /// `--helm-debug`: sets every chart's `debug`.
     pub debug: bool,
@@ -167,11 +167,12 @@ fn prepare(
     chart: &HelmChart,
 ) -> Result<Prepared> {
     let mut c = chart.clone();
-    // the command-line flags win over the chart's own settings
-    if !opts.kube_version.is_empty() {
+    // the command-line flags stand in for what the chart leaves unset
+    // (kustomize sets them before it decodes the chart over them)
+    if c.kube_version.is_empty() {
         c.kube_version = opts.kube_version.clone();
     }
-    if !opts.api_versions.is_empty() {
+    if c.api_versions.is_empty() {
         c.api_versions = opts.api_versions.clone();
     }
     if opts.debug {
@@ -592,23 +593,26 @@ mod tests {
     }
 
     #[test]
-    fn command_line_versions_replace_the_charts() {
-        let (r, calls) = run(
-            &CHART,
-            "name: app\nkubeVersion: '1.20'\napiVersions: [a/v1]\n",
-            |rec| HelmOptions {
-                runner: rec,
-                kube_version: "1.31".into(),
-                api_versions: vec!["b/v1".into()],
-                debug: true,
-            },
-        );
-        r.unwrap();
-        let args = texts(&calls[0].args);
-        assert!(args.windows(2).any(|w| w == ["--kube-version", "1.31"]));
-        assert!(args.windows(2).any(|w| w == ["--api-versions", "b/v1"]));
-        assert!(!args.iter().any(|a| a == "a/v1" || a == "1.20"));
-        assert_eq!(args.last().map(String::as_str), Some("--debug"));
+    fn command_line_versions_fill_in_what_the_chart_leaves_unset() {
+        let cli = |rec: Arc<Recorder>| HelmOptions {
+            runner: rec,
+            kube_version: "1.31".into(),
+            api_versions: vec!["b/v1".into()],
+            debug: true,
+        };
+        let args_of = |cfg: &str| {
+            let (r, calls) = run(&CHART, cfg, cli);
+            r.unwrap();
+            texts(&calls[0].args)
+        };
+        let own = args_of("name: app\nkubeVersion: '1.20'\napiVersions: [a/v1]\n");
+        assert!(own.windows(2).any(|w| w == ["--kube-version", "1.20"]));
+        assert!(own.windows(2).any(|w| w == ["--api-versions", "a/v1"]));
+        assert!(!own.iter().any(|a| a == "b/v1" || a == "1.31"));
+        let unset = args_of("name: app\n");
+        assert!(unset.windows(2).any(|w| w == ["--kube-version", "1.31"]));
+        assert!(unset.windows(2).any(|w| w == ["--api-versions", "b/v1"]));
+        assert_eq!(unset.last().map(String::as_str), Some("--debug"));
     }
 
     #[test]
