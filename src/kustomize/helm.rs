@@ -190,6 +190,17 @@ fn prepare(
     if !c.version.is_empty() && !c.repo.is_empty() {
         home = home.join(format!("{}-{}", c.name, c.version));
     }
+    for f in std::iter::once(&c.values_file).chain(&c.additional_values_files) {
+        if f.starts_with("https://") || f.starts_with("http://") {
+            // kustomize would download it; rendering never does
+            return Err(Error::remote(format!(
+                "helm chart '{}': values file '{f}' is remote: krmsync does not download \
+                 files while rendering; localize the kustomization first (krmsync localize \
+                 downloads it)",
+                c.name
+            )));
+        }
+    }
     let values_file = if c.values_file.is_empty() {
         home.join(&c.name)
             .join("values.yaml")
@@ -638,6 +649,14 @@ mod tests {
                 "helm pull --untar --untardir /k/charts/app-2.0.0 oci://r.io/c/app --version 2.0.0"
             ),
             "{pull}"
+        );
+        let remote = run(&CHART, "name: app\nvaluesFile: https://e.x/v.yaml\n", plain).0;
+        let remote = remote.unwrap_err();
+        assert_eq!(remote.kind, ErrorKind::RemoteReference);
+        assert!(
+            remote.message.contains("krmsync localize"),
+            "{}",
+            remote.message
         );
         // the chart's values file is loaded under the load restrictions
         assert!(err(&[("/k/charts/app/Chart.yaml", "")], "name: app\n").contains("values.yaml"));
