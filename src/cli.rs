@@ -82,8 +82,8 @@ enum Command {
         helm_api_versions: Vec<String>,
         /// Kubernetes version for helm's `Capabilities.KubeVersion` (for
         /// charts that set no `kubeVersion`).
-        #[arg(long = "helm-kube-version", value_name = "VERSION", default_value = "")]
-        helm_kube_version: String,
+        #[arg(long = "helm-kube-version", value_name = "VERSION")]
+        helm_kube_version: Option<String>,
         /// Run `helm template --debug` for every chart.
         #[arg(long = "helm-debug")]
         helm_debug: bool,
@@ -929,7 +929,7 @@ pub fn main() -> ExitCode {
                 runner: Arc::new(crate::krm::helm::HelmProcess {
                     command: helm_command,
                 }),
-                kube_version: helm_kube_version,
+                kube_version: helm_kube_version.unwrap_or_default(),
                 api_versions: helm_api_versions,
                 debug: helm_debug,
             });
