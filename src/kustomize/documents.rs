@@ -64,6 +64,20 @@ pub fn named_or_list(doc: &Value) -> bool {
         || doc.str_at(&["kind"]).unwrap_or("").ends_with("List")
 }
 
+/// What kustomize finds missing in a resource document's metadata, in
+/// its words: no `kind`, or no name on anything but a `*List`. `None`
+/// when the metadata will do.
+pub fn missing_metadata(doc: &Value) -> Option<String> {
+    if doc
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Some("missing Resource metadata: a resource must have a 'kind'".into());
+    }
+    (!named_or_list(doc)).then(|| format!("missing metadata.name in object {}", go_meta(doc)))
+}
+
 /// A resource's metadata as kustomize prints it in messages (Go's `%v` of
 /// kyaml's `ResourceMeta`): `{{v1 ConfigMap} {{name ns} map[k:v] map[]}}`.
 pub fn go_meta(doc: &Value) -> String {

@@ -351,10 +351,11 @@ pub fn inflate(
     let p = prepare(loader, opts, globals, chart)?;
     opts.runner.check().map_err(Error::invalid)?;
     let chart_dir = p.home.join(&p.chart.name);
-    if loader.fs().kind(&chart_dir) != Some(super::fs::FileKind::Dir) {
+    let chart_kind = loader.fs().kind(&chart_dir);
+    if chart_kind != Some(super::fs::FileKind::Dir) {
         if p.chart.repo.is_empty() {
             // kustomize's message names no path when nothing is there
-            let shown = if loader.fs().kind(&chart_dir).is_some() {
+            let shown = if chart_kind.is_some() {
                 chart_dir.to_string_lossy().into_owned()
             } else {
                 String::new()
@@ -402,22 +403,10 @@ pub fn inflate(
     })?;
     let mut res = Vec::with_capacity(docs.len());
     for d in docs {
-        let bad = |what: String| {
-            Error::invalid(format!(
-                "error reading helm output of chart '{}': missing Resource metadata: {what}",
+        if let Some(problem) = super::documents::missing_metadata(&d) {
+            return Err(Error::invalid(format!(
+                "error reading helm output of chart '{}': {problem}",
                 p.chart.name
-            ))
-        };
-        if d.get("kind")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            return Err(bad("a resource must have a 'kind'".into()));
-        }
-        if !super::documents::named_or_list(&d) {
-            return Err(bad(format!(
-                "missing metadata.name in object {}",
-                super::documents::go_meta(&d)
             )));
         }
         res.push(Resource::new(d));

@@ -222,18 +222,15 @@ const HELM_CHART_ARGS_FIELDS: &[&str] = &[
     "extraArgs",
 ];
 
-/// Numbers as Go's JSON decoding into `interface{}` holds them: float64.
-fn go_json_numbers(v: &Value) -> Value {
+/// Turns numbers into what Go's JSON decoding into `interface{}` holds:
+/// float64.
+fn to_go_json_numbers(v: &mut Value) {
     match v {
-        Value::Int(i) => Value::Float(*i as f64),
-        Value::UInt(u) => Value::Float(*u as f64),
-        Value::Seq(items) => Value::Seq(items.iter().map(go_json_numbers).collect()),
-        Value::Map(m) => Value::Map(
-            m.iter()
-                .map(|(k, v)| (k.clone(), go_json_numbers(v)))
-                .collect(),
-        ),
-        other => other.clone(),
+        Value::Int(i) => *v = Value::Float(*i as f64),
+        Value::UInt(u) => *v = Value::Float(*u as f64),
+        Value::Seq(items) => items.iter_mut().for_each(to_go_json_numbers),
+        Value::Map(m) => m.values_mut().for_each(to_go_json_numbers),
+        _ => {}
     }
 }
 
@@ -243,10 +240,14 @@ fn decode_helm_globals(parent: &Dec, v: &Value, field: &str) -> Result<Option<He
     };
     let d = parent.child("HelmGlobals", field);
     let m = &d.canon(m, HELM_GLOBALS_FIELDS)?;
-    Ok(Some(HelmGlobals {
+    helm_globals_fields(&d, m).map(Some)
+}
+
+fn helm_globals_fields(d: &Dec, m: &Mapping) -> Result<HelmGlobals> {
+    Ok(HelmGlobals {
         chart_home: d.string(m, "chartHome")?,
         config_home: d.string(m, "configHome")?,
-    }))
+    })
 }
 
 /// `types.HelmChart`'s string fields and string-list fields.
@@ -311,19 +312,15 @@ fn helm_inline(d: &Dec, m: &Mapping, field: &str, from_config: bool) -> Result<M
     match m.get(field) {
         None | Some(Value::Null) => Ok(Mapping::new()),
         Some(Value::Map(mm)) => {
-            let mut values = mm.clone();
+            let mut out = mm.clone();
             if from_config {
-                stringify_like_chart_fields(&mut values);
+                stringify_like_chart_fields(&mut out);
             }
-            match go_json_numbers(&Value::Map(values)) {
-                Value::Map(mut out) => {
-                    if !from_config {
-                        stringify_like_chart_fields(&mut out);
-                    }
-                    Ok(out)
-                }
-                _ => Ok(Mapping::new()),
+            out.values_mut().for_each(to_go_json_numbers);
+            if !from_config {
+                stringify_like_chart_fields(&mut out);
             }
+            Ok(out)
         }
         Some(v) => Err(d.mismatch(field, v, "map[string]interface {}")),
     }
@@ -410,11 +407,10 @@ pub fn decode_helm_plugin_config(v: &Value) -> Result<(HelmGlobals, HelmChart)> 
                 .map(|f| (f.to_string(), v.clone()))
         })
         .collect();
-    let globals = HelmGlobals {
-        chart_home: d.string(&known, "chartHome")?,
-        config_home: d.string(&known, "configHome")?,
-    };
-    Ok((globals, helm_chart_fields(&d, &known, true)?))
+    Ok((
+        helm_globals_fields(&d, &known)?,
+        helm_chart_fields(&d, &known, true)?,
+    ))
 }
 
 /// Decoding context: the Go struct and the JSON path for error messages,

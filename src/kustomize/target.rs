@@ -633,23 +633,12 @@ fn merge_specs(dst: &mut Vec<FieldSpec>, src: &[FieldSpec]) {
 }
 
 fn check_resource(r: &Resource, file: &str) -> Result<()> {
-    if r.obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        return Err(Error::invalid(format!(
-            "accumulating resources from '{file}': missing Resource metadata: a resource must have a 'kind'"
-        )));
+    match super::documents::missing_metadata(&r.obj) {
+        Some(problem) => Err(Error::invalid(format!(
+            "accumulating resources from '{file}': {problem}"
+        ))),
+        None => Ok(()),
     }
-    // kyaml's GetValidatedMetadata: only a `*List` may go without a name
-    if !super::documents::named_or_list(&r.obj) {
-        return Err(Error::invalid(format!(
-            "accumulating resources from '{file}': missing metadata.name in object {}",
-            super::documents::go_meta(&r.obj)
-        )));
-    }
-    Ok(())
 }
 
 /// The schema an `openapi:` field selects. A custom schema named by the
