@@ -11,6 +11,13 @@ are created and deleted at the end.
 
   python3 bench/requests.py --count 1000 --objects 10
 
+With --status-parts it measures instead what each part of the status
+costs: for each part (none, the conditions, the inventory with and
+without its fingerprints, the other fields, all of it) N new
+Kustomizations get a status of only that part, then two rounds of a
+one-annotation merge patch show what every later write of the object pays
+for carrying it (namespaces `krmsync-req-<part>-<i>`, deleted at the end).
+
 Needs the krmsync CRDs installed (bench/cluster.py installs them).
 """
 
@@ -88,10 +95,47 @@ def status(ns, m, final):
         "lastRenderDuration": "0.081s", "lastApplyDuration": "0.089s", "settledAttempt": "x"}}
 
 
+def status_parts(port, n, m):
+    """What each part of the status costs a status write, and every later
+    write of the Kustomization (see the module documentation)."""
+    full = lambda ns: status(ns, m, True)["status"]  # noqa: E731
+    parts = [
+        ("none", lambda ns: {}),
+        ("conditions", lambda ns: {"conditions": full(ns)["conditions"]}),
+        ("inventory", lambda ns: {"inventory": full(ns)["inventory"]}),
+        ("inventory without fingerprints", lambda ns: {"inventory": {"entries": [
+            {"id": e["id"], "v": e["v"]} for e in full(ns)["inventory"]["entries"]]}}),
+        ("the other fields", lambda ns: {k: v for k, v in full(ns).items()
+                                         if k not in ("conditions", "inventory")}),
+        ("all of it", full),
+    ]
+    print(f"# {n} Kustomizations per part, inventories of {m}; CPU of kube-apiserver + etcd per request")
+    for i, (name, part) in enumerate(parts):
+        nss = [f"krmsync-req-{i}-{j}" for j in range(n)]
+        phase("(setup) namespace", nss, lambda ns: request(port, "POST", "/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), 0)
+        phase("(setup) Kustomization", nss, lambda ns: request(
+            port, "PATCH", KS.format(ns=ns) + "/app?fieldManager=kubectl&force=true",
+            {"apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+             "metadata": {"name": "app", "namespace": ns},
+             "spec": {"interval": "1h", "source": {"bundle": {"configMapRef": {"name": "bundle"}}}}},
+            "application/apply-patch+yaml"), 0)
+        phase(f"status write: {name}", nss, lambda ns: request(
+            port, "PATCH", KS.format(ns=ns) + "/app/status?fieldManager=krmsync", {"status": part(ns)},
+            "application/merge-patch+json"), 1)
+        for r in range(2):
+            phase(f"  then an annotation patch ({r + 1})", nss, lambda ns: request(
+                port, "PATCH", KS.format(ns=ns) + "/app?fieldManager=krmsync",
+                {"metadata": {"annotations": {"krmsync.dev/bench": str(r)}}},
+                "application/merge-patch+json"), 1)
+
+
 def main():
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("--count", type=int, default=1000, help="Kustomizations (namespaces)")
     a.add_argument("--objects", type=int, default=10, help="ConfigMaps per Kustomization")
+    a.add_argument("--status-parts", action="store_true",
+                   help="measure what each part of the status costs a write (see above)")
     args = a.parse_args()
     n, m = args.count, args.objects
     if not server_cpu():
@@ -113,6 +157,9 @@ def main():
             except (OSError, http.client.HTTPException):
                 del local.conn
                 time.sleep(0.1)
+        if args.status_parts:
+            status_parts(port, n, m)
+            return
         nss = [f"krmsync-req-{i}" for i in range(n)]
         print(f"# {n} Kustomizations x {m} ConfigMaps; CPU of kube-apiserver + etcd per request")
         setup = lambda ns: request(port, "POST", "/api/v1/namespaces",  # noqa: E731
@@ -184,8 +231,12 @@ def main():
         print(f"# floor of converge / raw applies in server CPU: "
               f"{(total['ssa'] + ours + total['input']) / total['ssa']:.2f}")
     finally:
-        subprocess.run(["kubectl", "delete", "namespace", "--wait=false"] + [f"krmsync-req-{i}" for i in range(n)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        left = subprocess.run(["kubectl", "get", "namespaces", "-o", "name"], stdout=subprocess.PIPE,
+                              text=True).stdout.split()
+        ours = [x.split("/", 1)[1] for x in left if x.startswith("namespace/krmsync-req-")]
+        if ours:
+            subprocess.run(["kubectl", "delete", "namespace", "--wait=false"] + ours,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         proxy.terminate()
 
 
