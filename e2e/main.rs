@@ -402,6 +402,60 @@ fn in_cluster_bundle_and_get_rendered() {
     assert_rendered_digest(&k, &rendered);
 }
 
+/// A Service port and a container port without `protocol`, as most
+/// manifests write them: API servers before Kubernetes 1.21 refuse such a
+/// Service in a server-side apply unless the protocol is written out. It
+/// is applied as `TCP`; the rendered manifests stay as the tree has them.
+#[test]
+#[ignore = "needs a cluster (KUBECONFIG)"]
+fn ports_without_a_protocol_apply() {
+    let Some(mut e) = E2e::setup() else { return };
+    let ns = e.ns().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_file(
+        root,
+        "kustomization.yaml",
+        &kustomization_yaml(&["service.yaml", "deployment.yaml"]),
+    );
+    write_file(
+        root,
+        "service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n",
+    );
+    write_file(
+        root,
+        "deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        image: nginx\n        ports:\n        - containerPort: 8080\n",
+    );
+    krmsync(&[
+        "bundle",
+        "push",
+        root.to_str().unwrap(),
+        "--name",
+        "ports",
+        "-n",
+        &ns,
+    ]);
+    e.apply_kustomization(
+        "ports",
+        "source:\n  bundle:\n    configMapRef:\n      name: ports\ninterval: 1h\n",
+    );
+    let k = e.wait_ready("ports", |r| r.starts_with("sha256:"));
+    assert_eq!(resource_count(&k), Some(2), "{}", status_summary(&k));
+    let svc = get_obj("service", "web", &ns);
+    assert_eq!(
+        str_at(&svc, "/spec/ports/0/protocol").as_deref(),
+        Some("TCP"),
+        "{svc}"
+    );
+    let rendered = krmsync(&["get-rendered", "ports", "-n", &ns]);
+    assert!(
+        rendered.contains("targetPort: 8080") && !rendered.contains("protocol"),
+        "the rendered manifests are the tree's:\n{rendered}"
+    );
+}
+
 /// `status.rendered.digest` (or `status.renderedDigest`) is the sha256 of
 /// the uncompressed stream: it must match what `get-rendered` printed (a
 /// final newline added by printing is tolerated).

@@ -830,3 +830,63 @@ async fn new_configmaps_are_checked_locally_and_created_first() {
     assert!(err.to_string().contains("forbidden"), "{err}");
     assert!(writes(&fake).is_empty(), "{:?}", writes(&fake));
 }
+
+/// API servers before Kubernetes 1.21 refuse a server-side apply of a
+/// Service port without a protocol (before 1.20, of a container port too);
+/// most manifests leave it out. krmsync applies `protocol: TCP`, which is
+/// what every server stores anyway.
+#[tokio::test]
+async fn ports_without_a_protocol_are_applied_with_tcp() {
+    let fake = FakeApi::start().await;
+    fake.set_service_port_protocol_required(true);
+    let applier = Applier::new(fake.client());
+    let service = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "prod"},
+        "spec": {"selector": {"app": "web"},
+                 "ports": [{"name": "http", "port": 80, "targetPort": 8080},
+                           {"name": "dns", "port": 53, "protocol": "UDP"}]}});
+    let mut web = deployment("web", 1);
+    web["spec"]["template"]["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8080}]);
+
+    // the fake refuses exactly what such a server refuses
+    let direct: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        fake.client(),
+        "prod",
+        &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Service>(&()),
+    );
+    let refused = direct
+        .patch(
+            "web",
+            &kube::api::PatchParams::apply("someone"),
+            &kube::api::Patch::Apply(&service),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("omits key field \"protocol\""),
+        "{refused}"
+    );
+
+    let report = applier
+        .apply(vec![service.clone(), web.clone()], &opts())
+        .await
+        .unwrap();
+    assert_eq!(report.summary(), "2 created, 0 configured, 0 unchanged");
+    let live = fake.get("v1", "Service", Some("prod"), "web").unwrap();
+    assert_eq!(
+        live["spec"]["ports"],
+        json!([{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+               {"name": "dns", "port": 53, "protocol": "UDP"}])
+    );
+    let live = fake
+        .get("apps/v1", "Deployment", Some("prod"), "web")
+        .unwrap();
+    assert_eq!(
+        live["spec"]["template"]["spec"]["containers"][0]["ports"],
+        json!([{"containerPort": 8080, "protocol": "TCP"}])
+    );
+    // the filled-in protocol is part of what was applied: nothing to do
+    // the next time
+    let again = applier.apply(vec![service, web], &opts()).await.unwrap();
+    assert_eq!(again.summary(), "0 created, 0 configured, 2 unchanged");
+}

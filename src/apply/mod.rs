@@ -22,6 +22,7 @@
 //! `krmsync.dev/created-by`; only those are ever deleted by
 //! [`Applier::prune`] (adopted ones are released).
 
+mod defaults;
 mod discovery;
 mod inert;
 mod inventory;
@@ -813,6 +814,7 @@ impl Applier {
                 name,
             };
             prepare(&mut obj, &oref, opts);
+            defaults::fill_port_protocols(&mut obj, &oref);
             if !seen.insert((
                 oref.group.clone(),
                 oref.kind.clone(),

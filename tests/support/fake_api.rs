@@ -56,6 +56,13 @@
 //!   its `deletionTimestamp` and `status.phase: Terminating`, deletes every
 //!   object in it (those with finalizers only get a `deletionTimestamp`) and
 //!   removes the Namespace once it is empty and has no finalizers left.
+//! - **Service ports without a protocol**
+//!   ([`FakeApi::set_service_port_protocol_required`], off by default), as
+//!   on API servers before Kubernetes 1.21: a server-side apply (dry-run or
+//!   not) of a core Service with a `spec.ports` item without `protocol` is a
+//!   500 (`failed to create typed patch object: .spec.ports: element 0:
+//!   associative list with keys has an element that omits key field
+//!   "protocol" (and doesn't have default value)`).
 //! - **Garbage collection** (always on, background): when an object is
 //!   removed, objects whose `metadata.ownerReferences` no longer name any
 //!   existing uid are deleted too (finalizers respected).
@@ -304,6 +311,7 @@ struct Store {
     crd_establish: bool,
     rbac: bool,
     ns_lifecycle: bool,
+    service_port_protocol_required: bool,
     tokens: BTreeMap<String, Identity>,
     log: VecDeque<Event>,
     /// Events with a resourceVersion at or below this are no longer in `log`.
@@ -368,6 +376,7 @@ impl FakeApi {
                 crd_establish: true,
                 rbac: false,
                 ns_lifecycle: false,
+                service_port_protocol_required: false,
                 tokens: BTreeMap::new(),
                 log: VecDeque::new(),
                 log_floor: 0,
@@ -595,6 +604,12 @@ users:
     /// Turns the namespace lifecycle on or off (default off).
     pub fn set_namespace_lifecycle(&self, on: bool) {
         self.h.shared.lock().ns_lifecycle = on;
+    }
+
+    /// Turns on (default off) the refusal of Service ports without a
+    /// protocol in server-side applies, as before Kubernetes 1.21.
+    pub fn set_service_port_protocol_required(&self, on: bool) {
+        self.h.shared.lock().service_port_protocol_required = on;
     }
 
     /// Requests with `Authorization: Bearer <token>` run as `user` in
@@ -2902,6 +2917,22 @@ fn patch(
     let force = query.get("force").map(String::as_str) == Some("true");
     let dry = req.dry_run();
     let mut st = app.shared.lock();
+    if apply
+        && st.service_port_protocol_required
+        && def.group.is_empty()
+        && def.kind == "Service"
+        && let Some(i) = body
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .and_then(|ports| ports.iter().position(|p| p.get("protocol").is_none()))
+    {
+        return error(
+            500,
+            &format!(
+                "failed to create typed patch object: .spec.ports: element {i}: associative list with keys has an element that omits key field \"protocol\" (and doesn't have default value)"
+            ),
+        );
+    }
     let key = object_key(def, ns, name);
     let old = st.objects.get(&key).cloned();
     let Some(old) = old else {
