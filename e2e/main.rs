@@ -411,36 +411,25 @@ fn in_cluster_bundle_and_get_rendered() {
 fn ports_without_a_protocol_apply() {
     let Some(mut e) = E2e::setup() else { return };
     let ns = e.ns().to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    write_file(
-        root,
-        "kustomization.yaml",
-        &kustomization_yaml(&["service.yaml", "deployment.yaml"]),
-    );
-    write_file(
-        root,
-        "service.yaml",
-        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n",
-    );
-    write_file(
-        root,
-        "deployment.yaml",
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        image: nginx\n        ports:\n        - containerPort: 8080\n",
-    );
-    krmsync(&[
-        "bundle",
-        "push",
-        root.to_str().unwrap(),
-        "--name",
-        "ports",
-        "-n",
+    push_bundle(
         &ns,
-    ]);
-    e.apply_kustomization(
         "ports",
-        "source:\n  bundle:\n    configMapRef:\n      name: ports\ninterval: 1h\n",
+        &[
+            (
+                "kustomization.yaml",
+                &kustomization_yaml(&["service.yaml", "deployment.yaml"]),
+            ),
+            (
+                "service.yaml",
+                "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n",
+            ),
+            (
+                "deployment.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        image: nginx\n        ports:\n        - containerPort: 8080\n",
+            ),
+        ],
     );
+    e.apply_kustomization("ports", &bundle_spec("ports", ""));
     let k = e.wait_ready("ports", |r| r.starts_with("sha256:"));
     assert_eq!(resource_count(&k), Some(2), "{}", status_summary(&k));
     let svc = get_obj("service", "web", &ns);
