@@ -21,14 +21,6 @@ pub struct HelmProcess {
     pub command: String,
 }
 
-impl Default for HelmProcess {
-    fn default() -> Self {
-        HelmProcess {
-            command: "helm".into(),
-        }
-    }
-}
-
 /// The first version number in `helm version` output (`v3.14.2+g...`),
 /// without its `v` (kustomize's `v?\d+(\.\d+)+`).
 fn version_in(text: &str) -> Option<&str> {

@@ -153,6 +153,8 @@ struct Prepared {
     chart: HelmChart,
     /// The chart home, absolute, with `<name>-<version>` when versioned.
     home: PathBuf,
+    /// The chart's directory: `<home>/<name>`.
+    dir: PathBuf,
     /// `valuesFile`: as given (relative to the root), or the chart's own.
     values_file: String,
     /// `additionalValuesFiles`, absolute.
@@ -201,11 +203,9 @@ fn prepare(
             )));
         }
     }
+    let dir = home.join(&c.name);
     let values_file = if c.values_file.is_empty() {
-        home.join(&c.name)
-            .join("values.yaml")
-            .to_string_lossy()
-            .into_owned()
+        dir.join("values.yaml").to_string_lossy().into_owned()
     } else {
         c.values_file.clone()
     };
@@ -237,6 +237,7 @@ fn prepare(
     Ok(Prepared {
         chart: c,
         home,
+        dir,
         values_file,
         additional,
         config_home,
@@ -253,7 +254,7 @@ fn template_args(p: &Prepared) -> Vec<HelmArg> {
     } else {
         args.push(t(&c.release_name));
     }
-    args.push(t(&p.home.join(&c.name).to_string_lossy()));
+    args.push(t(&p.dir.to_string_lossy()));
     if !c.namespace.is_empty() {
         args.extend([t("--namespace"), t(&c.namespace)]);
     }
@@ -350,8 +351,8 @@ pub fn inflate(
     };
     let p = prepare(loader, opts, globals, chart)?;
     opts.runner.check().map_err(Error::invalid)?;
-    let chart_dir = p.home.join(&p.chart.name);
-    let chart_kind = loader.fs().kind(&chart_dir);
+    let chart_dir = &p.dir;
+    let chart_kind = loader.fs().kind(chart_dir);
     if chart_kind != Some(super::fs::FileKind::Dir) {
         if p.chart.repo.is_empty() {
             // kustomize's message names no path when nothing is there
