@@ -827,6 +827,49 @@ fn catalog_view_command(
     Ok(view::render_all(&docs, cache.as_ref()))
 }
 
+/// Spells long flag names with dashes where they were written with
+/// underscores (`--enable_alpha_plugins`, `--load_restrictor=...`), as
+/// `kubectl kustomize` accepts them (kubectl normalizes every flag name
+/// that way). Only the name is changed, never a value, and nothing after a
+/// `--` terminator.
+fn normalize_flag_names(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut after_terminator = false;
+    for arg in args {
+        if after_terminator {
+            out.push(arg);
+            continue;
+        }
+        let Some(text) = arg.to_str() else {
+            out.push(arg);
+            continue;
+        };
+        if text == "--" {
+            after_terminator = true;
+            out.push(arg);
+            continue;
+        }
+        match text.strip_prefix("--") {
+            Some(rest) if rest.contains('_') => {
+                let (name, value) = match rest.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (rest, None),
+                };
+                let mut fixed = format!("--{}", name.replace('_', "-"));
+                if let Some(v) = value {
+                    fixed.push('=');
+                    fixed.push_str(v);
+                }
+                out.push(fixed.into());
+            }
+            _ => out.push(arg),
+        }
+    }
+    out
+}
+
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> ExitCode {
     if std::env::args_os()
@@ -835,7 +878,20 @@ pub fn main() -> ExitCode {
     {
         controller_memory_setup();
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse_from(normalize_flag_names(std::env::args_os())) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print to stdout and succeed; a usage
+            // error is bad input like any other: exit code 1, as kubectl
+            // (clap's own default would be 2).
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     match cli.command {
         Command::Crd { output_dir } => crd_command(output_dir),
         Command::Localize {
@@ -993,5 +1049,38 @@ mod tests {
         );
         set_allocator_purge_delay(CONTROLLER_PURGE_DELAY_MS);
         assert_eq!(allocator_purge_delay(), CONTROLLER_PURGE_DELAY_MS);
+    }
+
+    #[test]
+    fn flag_names_with_underscores_are_spelled_with_dashes() {
+        let args = [
+            "krmsync",
+            "build",
+            "--enable_alpha_plugins",
+            "--load_restrictor=Load_Restrictions_None",
+            "--reorder",
+            "none",
+            "dir_with_underscores",
+            "--",
+            "--not_a_flag",
+        ];
+        let out: Vec<String> = normalize_flag_names(args.iter().map(Into::into))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            out,
+            [
+                "krmsync",
+                "build",
+                "--enable-alpha-plugins",
+                "--load-restrictor=Load_Restrictions_None",
+                "--reorder",
+                "none",
+                "dir_with_underscores",
+                "--",
+                "--not_a_flag",
+            ]
+        );
     }
 }

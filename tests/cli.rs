@@ -40,6 +40,63 @@ fn build_example_succeeds() {
     assert_eq!(text.matches("\n---\n").count(), 2);
 }
 
+/// A usage error is bad input like any other: exit code 1 (as `kubectl
+/// kustomize`), a message naming the flag, nothing on stdout. `--help`
+/// still succeeds.
+#[test]
+fn usage_errors_exit_1_and_help_exits_0() {
+    let out = krmsync()
+        .args(["build", "--no-such-flag"])
+        .arg(example())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--no-such-flag"), "{err}");
+
+    let out = krmsync().arg("no-such-command").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+
+    let out = krmsync().args(["build", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--load-restrictor"));
+}
+
+/// `kubectl kustomize` accepts flag names written with underscores
+/// (kubectl normalizes them), and documents use that spelling
+/// (`--enable_alpha_plugins`); the output is the same as with dashes.
+#[test]
+fn flag_names_with_underscores_are_accepted() {
+    let dashes = krmsync()
+        .args([
+            "build",
+            "--reorder",
+            "none",
+            "--load-restrictor=LoadRestrictionsRootOnly",
+        ])
+        .arg(example())
+        .output()
+        .unwrap();
+    assert!(dashes.status.success());
+    let underscores = krmsync()
+        .args([
+            "build",
+            "--reorder",
+            "none",
+            "--load_restrictor=LoadRestrictionsRootOnly",
+        ])
+        .arg(example())
+        .output()
+        .unwrap();
+    assert!(
+        underscores.status.success(),
+        "{}",
+        String::from_utf8_lossy(&underscores.stderr)
+    );
+    assert_eq!(dashes.stdout, underscores.stdout);
+}
+
 #[test]
 fn errors_exit_1_with_empty_stdout_and_name_the_file() {
     let dir = scratch("bad");
