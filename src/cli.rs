@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::builder::BoolishValueParser;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::kustomize::{self, BuildOptions, LoadRestrictor, Reorder};
@@ -59,19 +60,19 @@ enum Command {
         /// Run non-builtin plugins: KRM functions (container functions
         /// through docker or podman) and legacy exec plugins from
         /// `$KUSTOMIZE_PLUGIN_HOME`.
-        #[arg(long = "enable-alpha-plugins")]
+        #[arg(long = "enable-alpha-plugins", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = BoolishValueParser::new())]
         enable_alpha_plugins: bool,
         /// With --enable-alpha-plugins, also run exec KRM functions
         /// (without it they are skipped, as in kustomize).
-        #[arg(long = "enable-exec")]
+        #[arg(long = "enable-exec", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = BoolishValueParser::new())]
         enable_exec: bool,
         /// Add the `app.kubernetes.io/managed-by` label to every resource.
-        #[arg(long = "enable-managedby-label")]
+        #[arg(long = "enable-managedby-label", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = BoolishValueParser::new())]
         enable_managedby_label: bool,
         /// Render `helmCharts` (and `HelmChartInflationGenerator` configs)
         /// with `helm template`, as kustomize does. Charts must already be
         /// in the chart home: krmsync never pulls them.
-        #[arg(long = "enable-helm")]
+        #[arg(long = "enable-helm", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = BoolishValueParser::new())]
         enable_helm: bool,
         /// The helm program (with --enable-helm).
         #[arg(long = "helm-command", default_value = "helm", value_name = "PATH")]
@@ -85,16 +86,36 @@ enum Command {
         #[arg(long = "helm-kube-version", value_name = "VERSION")]
         helm_kube_version: Option<String>,
         /// Run `helm template --debug` for every chart.
-        #[arg(long = "helm-debug")]
+        #[arg(long = "helm-debug", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = BoolishValueParser::new())]
         helm_debug: bool,
         /// Give the network to functions that ask for it (container
         /// `network: true`, exec `network: true`); denied otherwise.
-        #[arg(long = "network")]
+        #[arg(long = "network", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = BoolishValueParser::new())]
         network: bool,
+        /// An environment variable for container functions, `KEY=VALUE` or
+        /// `KEY` (passed through from this environment); repeatable. Wins
+        /// over a function's own `envs` of the same name.
+        #[arg(short = 'e', long = "env", value_name = "KEY[=VALUE]")]
+        env: Vec<String>,
+        /// A storage mount for every container function,
+        /// `type=bind,src=DIR,dst=PATH[,rw=true]` (read-only unless
+        /// `rw=true`; a relative `src` is relative to the current
+        /// directory); repeatable.
+        #[arg(long = "mount", value_name = "MOUNT")]
+        mount: Vec<String>,
+        /// Run container functions as the current user's uid:gid instead
+        /// of `nobody`.
+        #[arg(long = "as-current-user", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = BoolishValueParser::new())]
+        as_current_user: bool,
+        /// Accepted for compatibility with `kubectl kustomize`, whose
+        /// kustomize 5.5 ignores it too: a function with the network runs on
+        /// the host network.
+        #[arg(long = "network-name", value_name = "NAME", default_value = "bridge")]
+        network_name: String,
         /// Refuse to run functions when a sandbox protection (Landlock,
         /// seccomp, rlimits) is missing on this kernel; legacy exec plugins,
         /// which run unconfined, are refused too.
-        #[arg(long = "require-sandbox", env = "KRMSYNC_REQUIRE_SANDBOX")]
+        #[arg(long = "require-sandbox", env = "KRMSYNC_REQUIRE_SANDBOX", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = BoolishValueParser::new())]
         require_sandbox: bool,
         /// Trust a function catalog referenced in `catalogs:` (repeatable):
         /// its path (relative to the current directory) or `sha256:<hex>`
@@ -970,6 +991,10 @@ pub fn main() -> ExitCode {
             helm_kube_version,
             helm_debug,
             network,
+            env,
+            mount,
+            as_current_user,
+            network_name: _,
             require_sandbox,
             trusted_catalog,
             function_cache,
@@ -990,6 +1015,14 @@ pub fn main() -> ExitCode {
                 debug: helm_debug,
             });
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let extra_mounts = match mount
+                .iter()
+                .map(|m| crate::kustomize::function::StorageMount::from_flag(m, &cwd))
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(m) => m,
+                Err(e) => return report(Err(e)),
+            };
             let resolver = match crate::catalog::resolve::Resolver::new(
                 &trusted_catalog,
                 &cwd,
@@ -1005,6 +1038,9 @@ pub fn main() -> ExitCode {
                         container_cli: crate::krm::find_container_cli(),
                         forward_stderr: true,
                         allow_network: network,
+                        container_envs: env,
+                        container_mounts: extra_mounts,
+                        as_current_user,
                         sandbox: Some(crate::krm::sandbox::Sandbox {
                             allow_network: network,
                             require: require_sandbox,

@@ -97,6 +97,57 @@ fn flag_names_with_underscores_are_accepted() {
     assert_eq!(dashes.stdout, underscores.stdout);
 }
 
+/// Every flag of `kubectl kustomize` is accepted: boolean flags with an
+/// explicit `=true`/`=false`, and the container-function options (`-e`,
+/// `--mount`, `--as-current-user`, `--network-name`), which change nothing
+/// for a kustomization without functions.
+#[test]
+fn kubectl_kustomize_flags_are_accepted() {
+    let plain = krmsync().arg("build").arg(example()).output().unwrap();
+    assert!(plain.status.success());
+    let out = krmsync()
+        .arg("build")
+        .arg(example())
+        .args([
+            "--enable-helm=false",
+            "--enable-alpha-plugins=true",
+            "--network=false",
+            "--helm-debug=false",
+            "--as-current-user",
+            "-e",
+            "FOO=bar",
+            "--env",
+            "HOME",
+            "--mount",
+            "type=bind,src=.,dst=/in",
+            "--network-name",
+            "bridge",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(plain.stdout, out.stdout);
+
+    // a value that is no boolean, and a mount without a destination
+    for bad in [
+        &["--enable-helm=maybe"][..],
+        &["--mount", "type=bind,src=."],
+    ] {
+        let out = krmsync()
+            .arg("build")
+            .arg(example())
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{bad:?}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
 #[test]
 fn errors_exit_1_with_empty_stdout_and_name_the_file() {
     let dir = scratch("bad");

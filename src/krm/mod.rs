@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::kustomize::function::{
-    ContainerSpec, FunctionCall, FunctionRunner, FunctionSpec, LegacyPluginCall,
+    ContainerSpec, FunctionCall, FunctionRunner, FunctionSpec, LegacyPluginCall, StorageMount,
 };
 use crate::kustomize::resid::Gvk;
 use crate::kustomize::yaml::Value;
@@ -56,6 +56,14 @@ pub struct ProcessRunner {
     pub allow_network: bool,
     /// Let container functions bind their spec's mounts.
     pub allow_mounts: bool,
+    /// Environment for every container function (`--env`: `KEY=VALUE` or
+    /// `KEY`), after the spec's `envs`, so the same name wins here.
+    pub container_envs: Vec<String>,
+    /// Mounts for every container function (`--mount`), after the spec's;
+    /// their `src` is already absolute.
+    pub container_mounts: Vec<StorageMount>,
+    /// Run containers as the current uid:gid instead of `nobody`.
+    pub as_current_user: bool,
     /// Copy a successful function's stderr to ours (as kustomize does).
     pub forward_stderr: bool,
     /// The sandbox of exec functions (`None`: run them unconfined, in the
@@ -76,6 +84,9 @@ impl Default for ProcessRunner {
             container_cli: None,
             allow_network: false,
             allow_mounts: true,
+            container_envs: Vec::new(),
+            container_mounts: Vec::new(),
+            as_current_user: false,
             forward_stderr: false,
             sandbox: Some(sandbox::Sandbox::default()),
             warnings: None,
@@ -237,18 +248,26 @@ impl ProcessRunner {
             .map(|s| s.to_string())
             .collect();
         args.push("--security-opt=no-new-privileges".into());
-        args.push("--user=nobody".into());
+        if self.as_current_user {
+            args.push(format!(
+                "--user={}:{}",
+                rustix::process::getuid().as_raw(),
+                rustix::process::getgid().as_raw()
+            ));
+        } else {
+            args.push("--user=nobody".into());
+        }
         if !(c.network && self.allow_network) {
             args.push("--network=none".into());
         } else if c.network {
             args.push("--network=host".into());
         }
-        for e in &c.envs {
+        for e in c.envs.iter().chain(&self.container_envs) {
             args.push("-e".into());
             args.push(e.clone());
         }
         if self.allow_mounts {
-            for m in &c.mounts {
+            for m in c.mounts.iter().chain(&self.container_mounts) {
                 let src = dir.join(&m.src);
                 let ty = if m.mount_type.is_empty() {
                     "bind"

@@ -314,3 +314,91 @@ fn a_program_still_open_for_writing_starts_once_it_is_closed() {
     closer.join().unwrap();
     assert_eq!(out.stdout, b"started\n");
 }
+
+/// `--env`, `--mount` and `--as-current-user` reach the container CLI:
+/// the command line's variables after the spec's (so they win, as in
+/// kustomize), its mounts after the spec's, the current uid:gid.
+#[test]
+fn command_line_envs_mounts_and_user_reach_the_container_cli() {
+    let d = tempfile::tempdir().unwrap();
+    let args_file = d.path().join("args");
+    script(
+        d.path(),
+        "docker",
+        &format!(
+            "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done > '{}'\ncat\n",
+            args_file.display()
+        ),
+    );
+    let r = ProcessRunner {
+        container_cli: Some(d.path().join("docker")),
+        container_envs: vec!["A=cli".into(), "C".into()],
+        container_mounts: vec![StorageMount {
+            mount_type: "bind".into(),
+            src: "/data/in".into(),
+            dst: "/in".into(),
+            rw: false,
+        }],
+        as_current_user: true,
+        ..Default::default()
+    };
+    let spec = FunctionSpec::Container(ContainerSpec {
+        image: "example.com/fn:1".into(),
+        envs: vec!["A=spec".into(), "B".into()],
+        ..Default::default()
+    });
+    let out = r
+        .run_function(FunctionCall {
+            spec: &spec,
+            name: "api: v1, kind: F, name: f",
+            function_config: &doc("kind: F\n"),
+            items: vec![doc(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+            )],
+            working_dir: d.path(),
+        })
+        .unwrap();
+    assert_eq!(out.len(), 1);
+    let args = std::fs::read_to_string(&args_file).unwrap();
+    let args: Vec<&str> = args.lines().collect();
+    let envs: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "-e")
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(envs, ["A=spec", "B", "A=cli", "C"]);
+    assert!(
+        args.contains(&"type=bind,source=/data/in,target=/in,readonly"),
+        "{args:?}"
+    );
+    let user = format!(
+        "--user={}:{}",
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw()
+    );
+    assert!(args.contains(&user.as_str()), "{args:?}");
+    assert!(!args.contains(&"--user=nobody"), "{args:?}");
+    assert_eq!(args.last(), Some(&"example.com/fn:1"));
+}
+
+#[test]
+fn mount_flags_parse_as_kustomize_spells_them() {
+    let cwd = Path::new("/work/dir");
+    let m = StorageMount::from_flag("type=bind,src=data,dst=/in", cwd).unwrap();
+    assert_eq!(
+        m,
+        StorageMount {
+            mount_type: "bind".into(),
+            src: "/work/dir/data".into(),
+            dst: "/in".into(),
+            rw: false,
+        }
+    );
+    let m = StorageMount::from_flag("type=volume, source=/abs ,target=/out,rw=true", cwd).unwrap();
+    assert_eq!(
+        (m.src.as_str(), m.dst.as_str(), m.rw),
+        ("/abs", "/out", true)
+    );
+    let e = StorageMount::from_flag("type=bind,dst=/in", cwd).unwrap_err();
+    assert!(e.contains("needs src and dst"), "{e}");
+}

@@ -77,6 +77,36 @@ pub struct StorageMount {
     pub rw: bool,
 }
 
+impl StorageMount {
+    /// A mount given on the command line (`--mount`), in kustomize's
+    /// syntax: comma-separated `key=value` options, `type`, `src` (or
+    /// `source`), `dst` (or `target`) and `rw=true`. A relative `src` is
+    /// taken relative to `cwd`.
+    pub fn from_flag(flag: &str, cwd: &Path) -> Result<StorageMount, String> {
+        let mut m = StorageMount::default();
+        for option in flag.split(',') {
+            let Some((key, value)) = option.split_once('=') else {
+                continue;
+            };
+            let value = value.trim();
+            match key.trim() {
+                "type" => m.mount_type = value.to_string(),
+                "src" | "source" => m.src = value.to_string(),
+                "dst" | "target" => m.dst = value.to_string(),
+                "rw" => m.rw = value == "true",
+                _ => {}
+            }
+        }
+        if m.src.is_empty() || m.dst.is_empty() {
+            return Err(format!(
+                "--mount {flag:?}: needs src and dst (type=bind,src=DIR,dst=PATH[,rw=true])"
+            ));
+        }
+        m.src = cwd.join(&m.src).to_string_lossy().into_owned();
+        Ok(m)
+    }
+}
+
 /// One KRM function invocation.
 #[derive(Debug)]
 pub struct FunctionCall<'a> {
