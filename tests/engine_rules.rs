@@ -2869,3 +2869,97 @@ fn label_selectors_read_labels_as_their_file_wrote_them() {
         "apiVersion: v1\ndata:\n  k: v\n  patched: \"yes\"\nkind: ConfigMap\nmetadata:\n  labels:\n    flag: true\n    tier: 1.5\n  name: a\n---\napiVersion: v1\ndata:\n  k: v\n  mode: matched\nkind: ConfigMap\nmetadata:\n  labels:\n    flag: true\n    mode: 384\n  name: b\n---\napiVersion: v1\ndata:\n  k: v\nkind: ConfigMap\nmetadata:\n  labels:\n    flag: true\n    tier: \"1.5\"\n  name: c\n---\napiVersion: v1\ndata:\n  copied: from-src\nkind: ConfigMap\nmetadata:\n  labels:\n    flag: true\n  name: d\n---\napiVersion: v1\ndata:\n  v: from-src\nkind: ConfigMap\nmetadata:\n  name: src\n"
     );
 }
+
+// Rule: kustomize keeps its build bookkeeping in annotations, so the same
+// annotations in a resource file (as KRM tooling writes them) take effect
+// and are removed from the output: previous names/kinds/namespaces are
+// the resource's earlier ids (a replacement or patch finds it by them),
+// `needsHashSuffix: enabled` adds the hash (and references follow it),
+// `config.kubernetes.io/index`/`path` and the other internal ones vanish.
+// Other annotations, `kustomize.config.k8s.io/id` among them, stay.
+#[test]
+fn bookkeeping_annotations_in_files_take_effect_and_are_removed() {
+    let deploy = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    internal.config.kubernetes.io/previousNames: old-web
+    internal.config.kubernetes.io/previousKinds: StatefulSet
+    internal.config.kubernetes.io/previousNamespaces: default
+    config.kubernetes.io/index: '0'
+    config.kubernetes.io/path: web.yaml
+    kustomize.config.k8s.io/id: '1'
+spec:
+  template:
+    spec:
+      containers:
+      - name: a
+        image: a:1
+      - name: b
+        image: b:1
+        envFrom:
+        - configMapRef:
+            name: cm
+";
+    let cm = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm
+  annotations:
+    internal.config.kubernetes.io/needsHashSuffix: enabled
+    internal.config.kubernetes.io/refBy: x
+    keep: me
+data:
+  k: v
+";
+    // the replacement selects the Deployment by its previous kind and name
+    let kust = "resources:
+- web.yaml
+- cm.yaml
+replacements:
+- source:
+    kind: StatefulSet
+    name: old-web
+    fieldPath: spec.template.spec.containers.0.image
+  targets:
+  - select:
+      kind: Deployment
+    fieldPaths:
+    - spec.template.spec.containers.1.image
+";
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", kust),
+            ("/r/web.yaml", deploy),
+            ("/r/cm.yaml", cm),
+        ],
+        "/r",
+    );
+    assert!(!out.contains("internal.config.kubernetes.io"), "{out}");
+    assert!(!out.contains("config.kubernetes.io/index"), "{out}");
+    assert!(!out.contains("config.kubernetes.io/path"), "{out}");
+    assert!(out.contains("kustomize.config.k8s.io/id: \"1\""), "{out}");
+    assert!(out.contains("keep: me"), "{out}");
+    assert!(out.contains("image: a:1\n        name: b"), "{out}");
+    // the hashed name, in the ConfigMap and in the reference to it
+    let hashed = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("name: cm-"))
+        .unwrap_or_else(|| panic!("no hashed ConfigMap name:\n{out}"));
+    assert_eq!(out.matches(&format!("cm-{hashed}")).count(), 2, "{out}");
+
+    // without the annotations: no hash, and the previous id is unknown
+    let plain_cm = cm.replace(
+        "    internal.config.kubernetes.io/needsHashSuffix: enabled\n",
+        "",
+    );
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", "resources:\n- cm.yaml\n"),
+            ("/r/cm.yaml", &plain_cm),
+        ],
+        "/r",
+    );
+    assert!(out.contains("  name: cm\n"), "{out}");
+}

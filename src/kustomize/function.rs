@@ -477,6 +477,72 @@ pub fn decode_resource(mut obj: Value) -> Resource {
     r
 }
 
+/// Annotations kustomize keeps its build bookkeeping in, and removes from
+/// every resource before printing (its `resource.BuildAnnotations`).
+const BUILD_ONLY_ANNOTATIONS: &[&str] = &[
+    "internal.config.kubernetes.io/refBy",
+    "internal.config.kubernetes.io/allowNameChange",
+    "internal.config.kubernetes.io/allowKindChange",
+    GEN_BEHAVIOR,
+    "internal.config.kubernetes.io/path",
+    "internal.config.kubernetes.io/index",
+    "internal.config.kubernetes.io/seqindent",
+    "internal.config.kubernetes.io/id",
+    "internal.config.kubernetes.io/annotations-migration-resource-id",
+    "config.kubernetes.io/path",
+    "config.kubernetes.io/index",
+    "config.k8s.io/id",
+];
+
+/// A resource read from a file (or a chart's output) may already carry
+/// kustomize's bookkeeping annotations, as files written by KRM tooling
+/// do (`config.kubernetes.io/index`, `internal.config.kubernetes.io/...`).
+/// kustomize keeps its bookkeeping in those very annotations, so it acts
+/// on them and removes them from the output. The same here: previous
+/// names, kinds and namespaces become the resource's earlier ids (patches
+/// and replacements find it by them), recorded prefixes and suffixes count
+/// for name references, `needsHashSuffix: enabled` asks for a hash suffix,
+/// and all of them, with the other bookkeeping annotations, are removed.
+pub fn absorb_build_annotations(r: &mut Resource) {
+    let Some(a) = r
+        .obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_map_mut)
+    else {
+        return;
+    };
+    let bookkeeping = a.keys().any(|k| {
+        k.starts_with("internal.config.kubernetes.io/")
+            || BUILD_ONLY_ANNOTATIONS.contains(&k.as_str())
+    });
+    if !bookkeeping {
+        return;
+    }
+    let kinds = split_list(take(a, PREVIOUS_KINDS));
+    let names = split_list(take(a, PREVIOUS_NAMES));
+    let nss = split_list(take(a, PREVIOUS_NAMESPACES));
+    let prefixes = split_list(take(a, PREFIXES));
+    let suffixes = split_list(take(a, SUFFIXES));
+    if take(a, NEEDS_HASH_SUFFIX).as_deref() == Some("enabled") {
+        r.needs_hash = true;
+    }
+    for k in BUILD_ONLY_ANNOTATIONS {
+        a.shift_remove(*k);
+    }
+    r.name_prefixes.extend(prefixes);
+    r.name_suffixes.extend(suffixes);
+    let api = r.obj.str_at(&["apiVersion"]).unwrap_or("").to_string();
+    let own_kind = r.obj.str_at(&["kind"]).unwrap_or("").to_string();
+    for (i, name) in names.iter().enumerate() {
+        let kind = kinds.get(i).cloned().unwrap_or_else(|| own_kind.clone());
+        let ns = nss.get(i).cloned().unwrap_or_default();
+        r.prev_ids
+            .push(ResId::new(Gvk::from_api_version(&api, &kind), name, &ns));
+    }
+    drop_empty_annotations(&mut r.obj);
+}
+
 /// Removes `metadata.annotations` when it is empty.
 pub fn drop_empty_annotations(obj: &mut Value) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_map_mut)

@@ -410,7 +410,11 @@ pub fn inflate(
                 p.chart.name
             )));
         }
-        res.push(Resource::new(d));
+        let mut r = Resource::new(d);
+        // kustomize reads a chart's output as resources: bookkeeping
+        // annotations in it count, and are removed, as in files
+        super::function::absorb_build_annotations(&mut r);
+        res.push(r);
     }
     Ok(res)
 }

@@ -374,6 +374,7 @@ impl<'o> Target<'o> {
                         let mut r = Resource::new(d.value);
                         r.empty_nulls = d.empty_nulls;
                         r.scalar_texts = TextScalar::written(&r.obj, d.written);
+                        super::function::absorb_build_annotations(&mut r);
                         check_resource(&r, entry)?;
                         r.origin = origin.clone();
                         ra.resources
