@@ -2963,3 +2963,56 @@ replacements:
     );
     assert!(out.contains("  name: cm\n"), "{out}");
 }
+
+// Rule: a builtin patch plugin configured in `transformers:` with a bad
+// configuration fails as kustomize reports it when loading the plugin:
+// `plugin <id> fails configuration: <reason>`, with kustomize's reasons;
+// a PatchStrategicMergeTransformer's `patches` text is patch text only.
+#[test]
+fn bad_patch_plugin_configs_fail_configuration() {
+    let base = [
+        (
+            "/r/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+        ),
+        (
+            "/r/kustomization.yaml",
+            "resources:\n- cm.yaml\ntransformers:\n- p.yaml\n",
+        ),
+    ];
+    for (config, reason) in [
+        (
+            "apiVersion: builtin\nkind: PatchJson6902Transformer\nmetadata:\n  name: p\ntarget:\n  name: a\n",
+            "plugin PatchJson6902Transformer.builtin.[noGrp]/p.[noNs] fails configuration: empty file path and empty jsonOp",
+        ),
+        (
+            "apiVersion: builtin\nkind: PatchJson6902Transformer\nmetadata:\n  name: p\ntarget:\n  name: a\npath: x.json\njsonOp: '[]'\n",
+            "fails configuration: must specify a file path or jsonOp, not both",
+        ),
+        (
+            "apiVersion: builtin\nkind: PatchJson6902Transformer\nmetadata:\n  name: p\ntarget:\n  kind: ConfigMap\njsonOp: '[]'\n",
+            "fails configuration: must specify the target name",
+        ),
+        (
+            "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\npatch: '  '\n",
+            "plugin PatchTransformer.builtin.[noGrp]/p.[noNs] fails configuration: must specify one of patch and path in\n",
+        ),
+        (
+            "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\npatch: thisIsNotAPatch\n",
+            "fails configuration: unable to parse SM or JSON patch from [patch: \"thisIsNotAPatch\"]",
+        ),
+        (
+            "apiVersion: builtin\nkind: PatchStrategicMergeTransformer\nmetadata:\n  name: p\npatches: thisIsNotAPatch\n",
+            "plugin PatchStrategicMergeTransformer.builtin.[noGrp]/p.[noNs] fails configuration: missing Resource metadata",
+        ),
+        (
+            "apiVersion: builtin\nkind: PatchStrategicMergeTransformer\nmetadata:\n  name: p\npaths:\n- missing.yaml\n",
+            "fails configuration: evalsymlink failure on '/r/missing.yaml'",
+        ),
+    ] {
+        let mut files = base.to_vec();
+        files.push(("/r/p.yaml", config));
+        let e = err(&files, "/r");
+        assert!(e.contains(reason), "{config}\n{e}");
+    }
+}

@@ -284,10 +284,15 @@ pub fn fix_name_references(
                 w.set_node(path, node)
             });
             if let Err(e) = walked {
-                return Err(e.context(format!(
-                    "updating name reference in '{}' field of '{}'",
-                    spec.path, referrer.cur
-                )));
+                return Err(e
+                    .context(format!(
+                        "considering field '{}' of object {}",
+                        spec.path, referrer.cur
+                    ))
+                    .context(format!(
+                        "updating name reference in '{}' field of '{}'",
+                        spec.path, referrer.cur
+                    )));
             }
         }
         if let Some(r) = m.resources_mut().get_mut(idx) {

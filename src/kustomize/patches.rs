@@ -348,6 +348,21 @@ pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<M
     Ok(out)
 }
 
+/// The `patches` text of a PatchStrategicMergeTransformer config: one or
+/// more patch documents, never a file name. Text that reads as YAML but
+/// holds no resource is kustomize's `missing Resource metadata`.
+pub fn inline_strategic_merge(text: &str) -> Result<Vec<MarkedDocument>> {
+    parse_smp_docs(text, true).ok_or_else(|| {
+        let reason = match parse::parse_documents(text) {
+            Ok(_) => "missing Resource metadata".to_string(),
+            Err(e) => e.message,
+        };
+        Error::invalid(format!(
+            "trouble configuring builtin PatchStrategicMergeTransformer: {reason}"
+        ))
+    })
+}
+
 /// The id kustomize gives a patch document: its name and namespace are
 /// the texts of their scalars (`name: 23` is the name `23`, `name: 0600`
 /// the name `0600`).
@@ -456,6 +471,17 @@ fn patch_text(loader: &Loader, p: &PatchEntry, field: &str) -> Result<String> {
 
 /// Applies one `patches:` entry (strategic merge or JSON 6902, detected
 /// from the content).
+/// Where a patch came from, as kustomize's messages name it: `[patch:
+/// "<the inline text, trimmed>"]` or `[path: "<file>"]` (Go `%q`).
+fn patch_source(p: &PatchEntry) -> String {
+    let inline = p.patch.trim();
+    if inline.is_empty() {
+        format!("[path: {}]", super::selector::go_quote(&p.path))
+    } else {
+        format!("[patch: {}]", super::selector::go_quote(inline))
+    }
+}
+
 pub fn apply_patch_entry(
     loader: &Loader,
     m: &mut ResMap,
@@ -486,7 +512,7 @@ pub fn apply_patch_entry(
     if empty_smp && !text.is_empty() && matches!(json, JsonView::Null | JsonView::Ops(_)) {
         return Err(Error::invalid(format!(
             "trouble configuring builtin PatchTransformer: illegally qualifies as both an SM and JSON patch: {}",
-            text.trim()
+            patch_source(p)
         )));
     }
     if empty_smp {
@@ -513,7 +539,8 @@ pub fn apply_patch_entry(
     }
     let Some(docs) = smp_docs(strict, !matches!(json, JsonView::NotYaml)) else {
         return Err(Error::invalid(format!(
-            "trouble configuring builtin PatchTransformer: unable to parse SM or JSON patch from [{text}]"
+            "trouble configuring builtin PatchTransformer: unable to parse SM or JSON patch from {}",
+            patch_source(p)
         )));
     };
     if docs.is_empty() {

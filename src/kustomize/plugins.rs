@@ -317,8 +317,14 @@ pub fn run_transformer_entry(t: &dyn Layer, ra: &mut Accumulator, entry: &String
             ra.record_transformer(external::origin(t, &cfg));
             continue;
         }
+        check_patch_config(t, &kind, &cfg.obj).map_err(|reason| {
+            Error::invalid(format!(
+                "plugin {} fails configuration: {reason}",
+                config_id(&cfg.obj)
+            ))
+        })?;
         run_builtin_transformer(t, ra, &kind, &cfg.obj)
-            .map_err(|e| e.context(format!("builtin {kind}")))?;
+            .map_err(|e| plugin_error(e, &kind, &cfg.obj))?;
         let origin = t
             .config_origin(
                 &kind,
@@ -330,6 +336,100 @@ pub fn run_transformer_entry(t: &dyn Layer, ra: &mut Accumulator, entry: &String
                 o
             });
         ra.record_transformer(origin);
+    }
+    Ok(())
+}
+
+/// A plugin config's id as kustomize prints it
+/// (`PatchTransformer.builtin.[noGrp]/name.[noNs]`).
+fn config_id(obj: &Value) -> ResId {
+    let api = s(field(obj, "apiVersion"));
+    let gvk = super::resid::Gvk::from_api_version(&api, &s(field(obj, "kind")));
+    ResId::new(
+        gvk,
+        &s(obj.get_path(&["metadata", "name"])),
+        &s(obj.get_path(&["metadata", "namespace"])),
+    )
+}
+
+/// An error of a builtin transformer configured in `transformers:`. The
+/// code it shares with the kustomization's own fields reports a bad
+/// configuration as kustomize does for a field (`trouble configuring
+/// builtin <Kind>[ with config: `...`]: <reason>`); for a plugin config
+/// kustomize says `plugin <id> fails configuration: <reason>`. Other
+/// errors are prefixed with the transformer's kind.
+fn plugin_error(e: Error, kind: &str, obj: &Value) -> Error {
+    let framed = format!("trouble configuring builtin {kind}");
+    let Some(rest) = e.message.strip_prefix(&framed) else {
+        return e.context(format!("builtin {kind}"));
+    };
+    let reason = match rest.strip_prefix(" with config: `") {
+        Some(r) => r.split_once("`: ").map(|(_, reason)| reason).unwrap_or(r),
+        None => rest.strip_prefix(": ").unwrap_or(rest),
+    };
+    Error::of(
+        e.kind,
+        format!("plugin {} fails configuration: {reason}", config_id(obj)),
+    )
+}
+
+/// kustomize checks a patch plugin's configuration when it loads the plugin
+/// and reports a bad one as `plugin <id> fails configuration: <reason>`:
+/// the same checks, with its reasons, before the patch runs.
+fn check_patch_config(t: &dyn Layer, kind: &str, obj: &Value) -> std::result::Result<(), String> {
+    let text = |k: &str| s(field(obj, k));
+    let config_yaml = || {
+        let mut out = String::new();
+        match super::yaml::write_document(&mut out, obj) {
+            Ok(()) => out,
+            Err(_) => String::new(),
+        }
+    };
+    match kind {
+        "PatchJson6902Transformer" => {
+            if s(obj.get_path(&["target", "name"])).is_empty() {
+                return Err("must specify the target name".into());
+            }
+            let (path, op) = (text("path"), text("jsonOp"));
+            if path.is_empty() && op.is_empty() {
+                return Err("empty file path and empty jsonOp".into());
+            }
+            if !path.is_empty() {
+                if !op.is_empty() {
+                    return Err("must specify a file path or jsonOp, not both".into());
+                }
+                t.loader().read(&path).map_err(|e| e.to_string())?;
+            }
+        }
+        "PatchTransformer" => {
+            let (patch, path) = (text("patch"), text("path"));
+            match (patch.trim().is_empty(), path.is_empty()) {
+                (true, true) => {
+                    return Err(format!(
+                        "must specify one of patch and path in\n{}",
+                        config_yaml()
+                    ));
+                }
+                (false, false) => {
+                    return Err(format!(
+                        "patch and path can't be set at the same time\n{}",
+                        config_yaml()
+                    ));
+                }
+                (true, false) => {
+                    t.loader().read(&path).map_err(|e| {
+                        format!("failed to get the patch file from path({path}): {e}")
+                    })?;
+                }
+                (false, true) => {}
+            }
+        }
+        "PatchStrategicMergeTransformer"
+            if str_list(field(obj, "paths")).is_empty() && text("patches").trim().is_empty() =>
+        {
+            return Err("empty file path and empty patch content".into());
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -386,15 +486,17 @@ fn run_builtin_transformer(
             patches::apply_patch_entry(t.loader(), m, &p, &schema)
         }
         "PatchStrategicMergeTransformer" => {
-            let mut entries = str_list(field(obj, "paths"));
+            let paths = str_list(field(obj, "paths"));
             let inline = s(field(obj, "patches"));
-            if !inline.trim().is_empty() {
-                entries.push(inline);
-            }
-            if entries.is_empty() {
+            if paths.is_empty() && inline.trim().is_empty() {
                 return Err(Error::invalid("empty file path and empty patch content"));
             }
-            let loaded = patches::load_strategic_merge(t.loader(), &entries)?;
+            // paths may hold a patch's text too (kustomize's legacy rule);
+            // `patches` is always text
+            let mut loaded = patches::load_strategic_merge(t.loader(), &paths)?;
+            if !inline.trim().is_empty() {
+                loaded.extend(patches::inline_strategic_merge(&inline)?);
+            }
             patches::apply_strategic_merge_by_id(m, &loaded, &schema)
         }
         "PatchJson6902Transformer" => {
@@ -528,15 +630,7 @@ fn value_add(
     default: &str,
     schema: &super::openapi::Schema,
 ) -> Result<()> {
-    let config_id = {
-        let api = s(field(obj, "apiVersion"));
-        let gvk = super::resid::Gvk::from_api_version(&api, &s(field(obj, "kind")));
-        ResId::new(
-            gvk,
-            &s(obj.get_path(&["metadata", "name"])),
-            &s(obj.get_path(&["metadata", "namespace"])),
-        )
-    };
+    let config_id = config_id(obj);
     let value = match s(field(obj, "value")).trim() {
         "" => default.to_string(),
         v => v.to_string(),

@@ -329,7 +329,7 @@ impl<'o> Target<'o> {
             plugins::run_validators(self, ra)?;
         }
         vars::merge_vars(&mut ra.resources, &self.kust.vars, &mut ra.vars)
-            .map_err(|e| e.context("merging vars"))?;
+            .map_err(|e| e.context(format!("merging vars {}", vars::go_list(&self.kust.vars))))?;
         Ok(())
     }
 

@@ -89,6 +89,32 @@ fn var_value(node: &Value, kept: Option<&TextScalar>) -> Option<Value> {
     }
 }
 
+/// A var's field path, `metadata.name` when it names none.
+fn field_path_or_default(v: &VarEntry) -> &str {
+    if v.field_path.is_empty() {
+        "metadata.name"
+    } else {
+        &v.field_path
+    }
+}
+
+/// The vars of a kustomization as kustomize's messages print them (Go's
+/// `%v` of its var list): `[{name Kind.[noVer].[noGrp] {fieldPath}} ...]`,
+/// the object reference by its kind (its `apiVersion` is not part of the
+/// printed group and version).
+pub fn go_list(vars: &[VarEntry]) -> String {
+    let items: Vec<String> = vars
+        .iter()
+        .map(|v| {
+            format!(
+                "{{{} {}.[noVer].[noGrp] {{{}}}}}",
+                v.name, v.obj_kind, v.field_path
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(" "))
+}
+
 /// Registers vars against the resources they name (kustomize's MergeVars):
 /// each var must match at most one resource; the match remembers the var.
 pub fn merge_vars(m: &mut ResMap, vars: &[VarEntry], known: &mut Vec<VarEntry>) -> Result<()> {
@@ -110,9 +136,10 @@ pub fn merge_vars(m: &mut ResMap, vars: &[VarEntry], known: &mut Vec<VarEntry>) 
         });
         if matches.len() > 1 {
             return Err(Error::invalid(format!(
-                "found {} resId matches for var {} (unable to disambiguate)",
+                "found {} resId matches for var {{{} {gvk} {{{}}}}} (unable to disambiguate)",
                 matches.len(),
-                v.name
+                v.name,
+                field_path_or_default(v)
             )));
         }
         if let Some(&i) = matches.first()
