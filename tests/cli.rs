@@ -63,38 +63,38 @@ fn usage_errors_exit_1_and_help_exits_0() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("--load-restrictor"));
 }
 
+/// `krmsync build <example> ARGS...`, which must succeed; its stdout.
+fn build_example_with(args: &[&str]) -> Vec<u8> {
+    let out = krmsync()
+        .arg("build")
+        .arg(example())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// `kubectl kustomize` accepts flag names written with underscores
 /// (kubectl normalizes them), and documents use that spelling
 /// (`--enable_alpha_plugins`); the output is the same as with dashes.
 #[test]
 fn flag_names_with_underscores_are_accepted() {
-    let dashes = krmsync()
-        .args([
-            "build",
-            "--reorder",
-            "none",
-            "--load-restrictor=LoadRestrictionsRootOnly",
-        ])
-        .arg(example())
-        .output()
-        .unwrap();
-    assert!(dashes.status.success());
-    let underscores = krmsync()
-        .args([
-            "build",
-            "--reorder",
-            "none",
-            "--load_restrictor=LoadRestrictionsRootOnly",
-        ])
-        .arg(example())
-        .output()
-        .unwrap();
-    assert!(
-        underscores.status.success(),
-        "{}",
-        String::from_utf8_lossy(&underscores.stderr)
-    );
-    assert_eq!(dashes.stdout, underscores.stdout);
+    let dashes = build_example_with(&[
+        "--reorder",
+        "none",
+        "--load-restrictor=LoadRestrictionsRootOnly",
+    ]);
+    let underscores = build_example_with(&[
+        "--reorder",
+        "none",
+        "--load_restrictor=LoadRestrictionsRootOnly",
+    ]);
+    assert_eq!(dashes, underscores);
 }
 
 /// Every flag of `kubectl kustomize` is accepted: boolean flags with an
@@ -103,34 +103,23 @@ fn flag_names_with_underscores_are_accepted() {
 /// for a kustomization without functions.
 #[test]
 fn kubectl_kustomize_flags_are_accepted() {
-    let plain = krmsync().arg("build").arg(example()).output().unwrap();
-    assert!(plain.status.success());
-    let out = krmsync()
-        .arg("build")
-        .arg(example())
-        .args([
-            "--enable-helm=false",
-            "--enable-alpha-plugins=true",
-            "--network=false",
-            "--helm-debug=false",
-            "--as-current-user",
-            "-e",
-            "FOO=bar",
-            "--env",
-            "HOME",
-            "--mount",
-            "type=bind,src=.,dst=/in",
-            "--network-name",
-            "bridge",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(plain.stdout, out.stdout);
+    let plain = build_example_with(&[]);
+    let all = build_example_with(&[
+        "--enable-helm=false",
+        "--enable-alpha-plugins=true",
+        "--network=false",
+        "--helm-debug=false",
+        "--as-current-user",
+        "-e",
+        "FOO=bar",
+        "--env",
+        "HOME",
+        "--mount",
+        "type=bind,src=.,dst=/in",
+        "--network-name",
+        "bridge",
+    ]);
+    assert_eq!(plain, all);
 
     // a value that is no boolean, and a mount without a destination
     for bad in [

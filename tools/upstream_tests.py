@@ -140,6 +140,20 @@ def match_close(toks, i):
     raise SyntaxError("unbalanced")
 
 
+def match_open(toks, j):
+    """toks[j] is a closer; return the index of its opener"""
+    depth = 0
+    for i in range(j, -1, -1):
+        t = toks[i]
+        if t[0] == 'op' and t[1] in ')]}':
+            depth += 1
+        elif t[0] == 'op' and t[1] in '([{':
+            depth -= 1
+            if depth == 0:
+                return i
+    raise SyntaxError("unbalanced")
+
+
 def split_args(toks):
     args, cur, depth = [], [], 0
     for t in toks:
@@ -319,15 +333,7 @@ class Interp:
             if i < len(toks) and match_close(toks, i) == len(toks) - 1:
                 return self.composite(toks[i + 1:-1])
         if toks[-1] == ('op', ']') and toks[0][0] == 'id':
-            depth = 0
-            for i in range(len(toks) - 1, -1, -1):
-                t = toks[i]
-                if t[0] == 'op' and t[1] in ')]}':
-                    depth += 1
-                elif t[0] == 'op' and t[1] in '([{':
-                    depth -= 1
-                    if depth == 0:
-                        break
+            i = match_open(toks, len(toks) - 1)
             if i > 0 and toks[i] == ('op', '['):
                 base = self.expr(toks[:i])
                 if isinstance(base, (dict, list)):
@@ -351,15 +357,7 @@ class Interp:
             name.append(toks[i][1])
             i += 1
         if toks[-1] == ('op', ')') and not (i < len(toks) and toks[i] == ('op', '(') and match_close(toks, i) == len(toks) - 1):
-            depth = 0
-            for j in range(len(toks) - 1, -1, -1):
-                t = toks[j]
-                if t[0] == 'op' and t[1] in ')]}':
-                    depth += 1
-                elif t[0] == 'op' and t[1] in '([{':
-                    depth -= 1
-                    if depth == 0:
-                        break
+            j = match_open(toks, len(toks) - 1)
             if j > 0:
                 fn = self.expr(toks[:j])
                 return self.invoke(fn, split_args(toks[j + 1:-1]))
