@@ -79,6 +79,14 @@ def unquote(s):
     return bytes(s[1:-1], 'utf-8').decode('unicode_escape').encode('latin-1').decode('utf-8')
 
 
+# the key under which the harness's loader root (ResetLoaderRoot) is kept
+PLUGIN_ROOT = '\0root'
+
+
+def files_of(fs):
+    return {p: c for p, c in fs.items() if p != PLUGIN_ROOT}
+
+
 class Unsupported(Exception):
     pass
 
@@ -202,7 +210,7 @@ class Pkg:
                 while toks[k] != ('op', '{'):
                     k += 1
                 be = match_close(toks, k)
-                pnames = [p[0][1] for p in params if p]
+                pnames = [('...' if ('op', '...') in p else '') + p[0][1] for p in params if p]
                 self.funcs[name] = (pnames, toks[k + 1:be])
                 self.file_of[name] = fname
                 i = be + 1
@@ -401,7 +409,7 @@ class Interp:
             o = ev(args[1])
             if not isinstance(o, Opts):
                 raise Unsupported("opts")
-            self.runs.append({'root': self.path(d), 'args': list(o.args), 'fs': dict(self.fs),
+            self.runs.append({'root': self.path(d), 'args': list(o.args), 'fs': files_of(self.fs),
                               'expect': 'error' if fname == 'th.RunWithErr' else 'success'})
             return None
         if fname in ('filepath.Join', 'th.Join', 'path.Join'):
@@ -421,6 +429,11 @@ class Interp:
             return 'kustomization.yaml'
         if fname == 'konfig.RecognizedKustomizationFileNames':
             return ['kustomization.yaml', 'kustomization.yml', 'Kustomization']
+        if fname == 'strings.Replace':
+            n = ev(args[3])
+            return ev(args[0]).replace(ev(args[1]), ev(args[2]), n if n >= 0 else -1)
+        if fname == 'strings.Join':
+            return ev(args[1]).join(ev(args[0]) or [])
         if fname == 'strings.Repeat':
             return ev(args[0]) * ev(args[1])
         if fname in ('strings.TrimSpace',):
@@ -443,19 +456,24 @@ class Interp:
             return self.invoke(self.env[fname], args)
         if fname.startswith('t.') or fname.startswith('t.') or fname.startswith('assert.') or fname.startswith('require.'):
             return None
-        if fname in ('th.Reset', 'th.ResetLoaderRoot'):
+        if fname == 'th.Reset':
+            return None
+        if fname == 'th.ResetLoaderRoot':
+            self.fs[PLUGIN_ROOT] = self.path(ev(args[0]))
             return None
         if fname == 'th.LoadAndRunGenerator':
-            self.fs['plugin-config.yaml'] = ev(args[0])
-            self.fs['kustomization.yaml'] = "\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\ngenerators:\n- plugin-config.yaml\n"
-            self.runs.append({'root': '.', 'args': [], 'fs': dict(self.fs), 'expect': 'success'})
+            root = self.fs.get(PLUGIN_ROOT, '.')
+            self.fs[os.path.join(root, 'plugin-config.yaml')] = ev(args[0])
+            self.fs[os.path.join(root, 'kustomization.yaml')] = "\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\ngenerators:\n- plugin-config.yaml\n"
+            self.runs.append({'root': root, 'args': [], 'fs': files_of(self.fs), 'expect': 'success'})
             return None
         if fname in ('th.LoadAndRunTransformer', 'th.RunTransformerAndCheckResult', 'th.RunTransformer',
                      'th.ErrorFromLoadAndRunTransformer', 'th.RunTransformerAndCheckError'):
-            self.fs['plugin-config.yaml'] = ev(args[0])
-            self.fs['input-resources.yaml'] = ev(args[1])
-            self.fs['kustomization.yaml'] = "\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- input-resources.yaml\ntransformers:\n- plugin-config.yaml\n"
-            self.runs.append({'root': '.', 'args': [], 'fs': dict(self.fs),
+            root = self.fs.get(PLUGIN_ROOT, '.')
+            self.fs[os.path.join(root, 'plugin-config.yaml')] = ev(args[0])
+            self.fs[os.path.join(root, 'input-resources.yaml')] = ev(args[1])
+            self.fs[os.path.join(root, 'kustomization.yaml')] = "\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- input-resources.yaml\ntransformers:\n- plugin-config.yaml\n"
+            self.runs.append({'root': root, 'args': [], 'fs': files_of(self.fs),
                               'expect': 'error' if 'Error' in fname else 'success'})
             return None
         if fname == 'strings.ReplaceAll':
@@ -473,11 +491,20 @@ class Interp:
             env = dict(fn.env)
         else:
             raise Unsupported("invoke " + repr(fn))
-        for pn, a in zip(pnames, args):
+        values = []
+        for a in args:
             if a and a[0][0] == 'id' and a[0][1] in ('th', 't') and len(a) == 1:
-                env[pn] = Th() if a[0][1] == 'th' else None
-                continue
-            env[pn] = self.expr(a)
+                values.append(Th() if a[0][1] == 'th' else None)
+            elif a and a[-1] == ('op', '...'):
+                values.extend(self.expr(a[:-1]) or [])
+            else:
+                values.append(self.expr(a))
+        for i, pn in enumerate(pnames):
+            if pn.startswith('...'):
+                env[pn[3:]] = values[i:]
+                break
+            if i < len(values):
+                env[pn] = values[i]
         sub = Interp(self.pkg, env, self.fs, self.runs)
         return sub.block(body)
 
