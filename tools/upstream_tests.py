@@ -114,14 +114,21 @@ class FuncRef:
         self.name = name
 
 
+def levels(toks):
+    """(index, token, depth after the token): brackets open and close levels"""
+    depth = 0
+    for i, t in enumerate(toks):
+        if t[0] == 'op' and t[1] in '([{':
+            depth += 1
+        elif t[0] == 'op' and t[1] in ')]}':
+            depth -= 1
+        yield i, t, depth
+
+
 def split_statements(toks):
     """split a body token list at depth-0 newlines / semicolons"""
-    stmts, cur, depth = [], [], 0
-    for t in toks:
-        if t[1] in '([{' and t[0] == 'op':
-            depth += 1
-        elif t[1] in ')]}' and t[0] == 'op':
-            depth -= 1
+    stmts, cur = [], []
+    for _, t, depth in levels(toks):
         if depth == 0 and t[0] == 'nl' and cur and not (cur[-1][0] in ('id', 'num', 'str', 'raw', 'chr') or cur[-1][1] in (')', ']', '}')):
             continue
         if depth == 0 and (t[0] == 'nl' or t[1] == ';'):
@@ -137,14 +144,9 @@ def split_statements(toks):
 
 def match_close(toks, i):
     """toks[i] is an opener; return index of its closer"""
-    depth = 0
-    for j in range(i, len(toks)):
-        if toks[j][0] == 'op' and toks[j][1] in '([{':
-            depth += 1
-        elif toks[j][0] == 'op' and toks[j][1] in ')]}':
-            depth -= 1
-            if depth == 0:
-                return j
+    for k, t, depth in levels(toks[i:]):
+        if depth == 0 and t[0] == 'op' and t[1] in ')]}':
+            return i + k
     raise SyntaxError("unbalanced")
 
 
@@ -163,13 +165,9 @@ def match_open(toks, j):
 
 
 def split_args(toks):
-    args, cur, depth = [], [], 0
-    for t in toks:
-        if t[0] == 'op' and t[1] in '([{':
-            depth += 1
-        elif t[0] == 'op' and t[1] in ')]}':
-            depth -= 1
-        if depth == 0 and t[1] == ',' and t[0] == 'op':
+    args, cur = [], []
+    for _, t, depth in levels(toks):
+        if depth == 0 and t == ('op', ','):
             args.append(cur)
             cur = []
             continue
@@ -264,13 +262,8 @@ class Interp:
     def expr(self, toks):
         toks = strip_nl(toks)
         # binary + at depth 0
-        depth = 0
         parts, cur = [], []
-        for t in toks:
-            if t[0] == 'op' and t[1] in '([{':
-                depth += 1
-            elif t[0] == 'op' and t[1] in ')]}':
-                depth -= 1
+        for _, t, depth in levels(toks):
             if depth == 0 and t == ('op', '+'):
                 parts.append(strip_nl(cur))
                 cur = []
@@ -512,11 +505,11 @@ class Interp:
         elems = split_args(toks)
         if not elems:
             return []
-        keyed = all(any(t == ('op', ':') for t in e) and self._colon(e) is not None for e in elems)
+        keyed = all(any(t == ('op', ':') for t in e) and self._find0(e, ':') is not None for e in elems)
         if keyed:
             d = {}
             for e in elems:
-                k = self._colon(e)
+                k = self._find0(e, ':')
                 key = e[0][1] if k == 1 and e[0][0] == 'id' else self.expr(e[:k])
                 try:
                     d[key] = self.expr(e[k + 1:])
@@ -526,24 +519,8 @@ class Interp:
         return [self.expr(e) for e in elems]
 
     def _find0(self, toks, op):
-        depth = 0
-        for i, t in enumerate(toks):
-            if t[0] == 'op' and t[1] in '([{':
-                depth += 1
-            elif t[0] == 'op' and t[1] in ')]}':
-                depth -= 1
-            elif depth == 0 and t == ('op', op):
-                return i
-        return None
-
-    def _colon(self, e):
-        depth = 0
-        for i, t in enumerate(e):
-            if t[0] == 'op' and t[1] in '([{':
-                depth += 1
-            elif t[0] == 'op' and t[1] in ')]}':
-                depth -= 1
-            elif depth == 0 and t == ('op', ':'):
+        for i, t, depth in levels(toks):
+            if depth == 0 and t == ('op', op):
                 return i
         return None
 
@@ -611,17 +588,11 @@ class Interp:
             return None
         r = st.index(('id', 'range'))
         lhs = [t[1] for t in st[1:r] if t[0] == 'id']
-        # body starts at the last depth-0 '{'
-        depth = 0
+        # body starts at the last depth-0 '{' (depth 1 once it is open)
         bstart = None
-        for i in range(r + 1, len(st)):
-            t = st[i]
-            if t == ('op', '{') and depth == 0:
-                bstart = i
-            if t[0] == 'op' and t[1] in '([{':
-                depth += 1
-            elif t[0] == 'op' and t[1] in ')]}':
-                depth -= 1
+        for i, t, depth in levels(st[r + 1:]):
+            if t == ('op', '{') and depth == 1:
+                bstart = r + 1 + i
         coll = self.expr(st[r + 1:bstart])
         body = st[bstart + 1:match_close(st, bstart)]
         items = list(coll.items()) if isinstance(coll, dict) else list(enumerate(coll or []))

@@ -129,45 +129,9 @@ mod tests {
             ],
         });
         let template = |spec: Value| json!({"template": {"spec": spec}});
-        let cases = [
+        let mut cases = vec![
             ("", "Pod", json!({"spec": pod_spec()}), "/spec"),
             ("", "PodTemplate", template(pod_spec()), "/template/spec"),
-            (
-                "",
-                "ReplicationController",
-                json!({"spec": template(pod_spec())}),
-                "/spec/template/spec",
-            ),
-            (
-                "apps",
-                "Deployment",
-                json!({"spec": template(pod_spec())}),
-                "/spec/template/spec",
-            ),
-            (
-                "apps",
-                "ReplicaSet",
-                json!({"spec": template(pod_spec())}),
-                "/spec/template/spec",
-            ),
-            (
-                "apps",
-                "StatefulSet",
-                json!({"spec": template(pod_spec())}),
-                "/spec/template/spec",
-            ),
-            (
-                "apps",
-                "DaemonSet",
-                json!({"spec": template(pod_spec())}),
-                "/spec/template/spec",
-            ),
-            (
-                "batch",
-                "Job",
-                json!({"spec": template(pod_spec())}),
-                "/spec/template/spec",
-            ),
             (
                 "batch",
                 "CronJob",
@@ -175,6 +139,21 @@ mod tests {
                 "/spec/jobTemplate/spec/template/spec",
             ),
         ];
+        for (group, kind) in [
+            ("", "ReplicationController"),
+            ("apps", "Deployment"),
+            ("apps", "ReplicaSet"),
+            ("apps", "StatefulSet"),
+            ("apps", "DaemonSet"),
+            ("batch", "Job"),
+        ] {
+            cases.push((
+                group,
+                kind,
+                json!({"spec": template(pod_spec())}),
+                "/spec/template/spec",
+            ));
+        }
         for (group, kind, mut obj, at) in cases {
             fill_port_protocols(&mut obj, &oref(group, kind));
             assert_eq!(obj.pointer(at), Some(&want), "{group}/{kind}");

@@ -442,15 +442,10 @@ pub fn decode_resource(mut obj: Value) -> Resource {
         .get_mut("metadata")
         .and_then(|m| m.get_mut("annotations"))
         .and_then(Value::as_map_mut);
+    let mut history = History::default();
     if let Some(a) = ann {
-        let kinds = split_list(take(a, PREVIOUS_KINDS));
-        let names = split_list(take(a, PREVIOUS_NAMES));
-        let nss = split_list(take(a, PREVIOUS_NAMESPACES));
-        r.name_prefixes = split_list(take(a, PREFIXES));
-        r.name_suffixes = split_list(take(a, SUFFIXES));
-        let behavior = take(a, GEN_BEHAVIOR);
-        r.needs_hash = take(a, NEEDS_HASH_SUFFIX).as_deref() == Some("enabled");
-        if let Some(b) = behavior {
+        history = History::take(a);
+        if let Some(b) = take(a, GEN_BEHAVIOR) {
             r.generated = true;
             r.behavior = Behavior::parse(&b).unwrap_or_default();
         }
@@ -461,20 +456,54 @@ pub fn decode_resource(mut obj: Value) -> Resource {
         {
             r.transformations = items.iter().filter_map(origin_from_value).collect();
         }
-        let api = obj.str_at(&["apiVersion"]).unwrap_or("").to_string();
-        for (i, name) in names.iter().enumerate() {
-            let kind = kinds
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| obj.str_at(&["kind"]).unwrap_or("").to_string());
-            let ns = nss.get(i).cloned().unwrap_or_default();
-            r.prev_ids
-                .push(ResId::new(Gvk::from_api_version(&api, &kind), name, &ns));
-        }
     }
     drop_empty_annotations(&mut obj);
     r.obj = obj;
+    history.apply(&mut r);
     r
+}
+
+/// The bookkeeping kustomize keeps in a resource's annotations and
+/// krmsync on the resource itself: earlier names, kinds and namespaces,
+/// the prefixes and suffixes added, whether the name needs a hash.
+#[derive(Default)]
+struct History {
+    kinds: Vec<String>,
+    names: Vec<String>,
+    namespaces: Vec<String>,
+    prefixes: Vec<String>,
+    suffixes: Vec<String>,
+    needs_hash: bool,
+}
+
+impl History {
+    /// Reads the annotations and removes them.
+    fn take(a: &mut Mapping) -> History {
+        History {
+            kinds: split_list(take(a, PREVIOUS_KINDS)),
+            names: split_list(take(a, PREVIOUS_NAMES)),
+            namespaces: split_list(take(a, PREVIOUS_NAMESPACES)),
+            prefixes: split_list(take(a, PREFIXES)),
+            suffixes: split_list(take(a, SUFFIXES)),
+            needs_hash: take(a, NEEDS_HASH_SUFFIX).as_deref() == Some("enabled"),
+        }
+    }
+
+    /// Records it on the resource: the earlier ids (a missing kind is the
+    /// resource's own; the group and version are its `apiVersion`'s).
+    fn apply(self, r: &mut Resource) {
+        r.needs_hash |= self.needs_hash;
+        r.name_prefixes.extend(self.prefixes);
+        r.name_suffixes.extend(self.suffixes);
+        let api = r.obj.str_at(&["apiVersion"]).unwrap_or("").to_string();
+        let own_kind = r.obj.str_at(&["kind"]).unwrap_or("").to_string();
+        for (i, name) in self.names.iter().enumerate() {
+            let kind = self.kinds.get(i).unwrap_or(&own_kind);
+            let ns = self.namespaces.get(i).map(String::as_str).unwrap_or("");
+            r.prev_ids
+                .push(ResId::new(Gvk::from_api_version(&api, kind), name, ns));
+        }
+    }
 }
 
 /// Annotations kustomize keeps its build bookkeeping in, and removes from
@@ -519,28 +548,12 @@ pub fn absorb_build_annotations(r: &mut Resource) {
     if !bookkeeping {
         return;
     }
-    let kinds = split_list(take(a, PREVIOUS_KINDS));
-    let names = split_list(take(a, PREVIOUS_NAMES));
-    let nss = split_list(take(a, PREVIOUS_NAMESPACES));
-    let prefixes = split_list(take(a, PREFIXES));
-    let suffixes = split_list(take(a, SUFFIXES));
-    if take(a, NEEDS_HASH_SUFFIX).as_deref() == Some("enabled") {
-        r.needs_hash = true;
-    }
+    let history = History::take(a);
     for k in BUILD_ONLY_ANNOTATIONS {
         a.shift_remove(*k);
     }
-    r.name_prefixes.extend(prefixes);
-    r.name_suffixes.extend(suffixes);
-    let api = r.obj.str_at(&["apiVersion"]).unwrap_or("").to_string();
-    let own_kind = r.obj.str_at(&["kind"]).unwrap_or("").to_string();
-    for (i, name) in names.iter().enumerate() {
-        let kind = kinds.get(i).cloned().unwrap_or_else(|| own_kind.clone());
-        let ns = nss.get(i).cloned().unwrap_or_default();
-        r.prev_ids
-            .push(ResId::new(Gvk::from_api_version(&api, &kind), name, &ns));
-    }
     drop_empty_annotations(&mut r.obj);
+    history.apply(r);
 }
 
 /// Removes `metadata.annotations` when it is empty.

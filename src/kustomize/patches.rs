@@ -469,8 +469,6 @@ fn patch_text(loader: &Loader, p: &PatchEntry, field: &str) -> Result<String> {
     }
 }
 
-/// Applies one `patches:` entry (strategic merge or JSON 6902, detected
-/// from the content).
 /// Where a patch came from, as kustomize's messages name it: `[patch:
 /// "<the inline text, trimmed>"]` or `[path: "<file>"]` (Go `%q`).
 fn patch_source(p: &PatchEntry) -> String {
@@ -482,6 +480,8 @@ fn patch_source(p: &PatchEntry) -> String {
     }
 }
 
+/// Applies one `patches:` entry (strategic merge or JSON 6902, detected
+/// from the content).
 pub fn apply_patch_entry(
     loader: &Loader,
     m: &mut ResMap,

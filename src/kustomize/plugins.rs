@@ -486,11 +486,9 @@ fn run_builtin_transformer(
             patches::apply_patch_entry(t.loader(), m, &p, &schema)
         }
         "PatchStrategicMergeTransformer" => {
+            // an empty config was refused by `check_patch_config`
             let paths = str_list(field(obj, "paths"));
             let inline = s(field(obj, "patches"));
-            if paths.is_empty() && inline.trim().is_empty() {
-                return Err(Error::invalid("empty file path and empty patch content"));
-            }
             // paths may hold a patch's text too (kustomize's legacy rule);
             // `patches` is always text
             let mut loaded = patches::load_strategic_merge(t.loader(), &paths)?;
