@@ -3016,3 +3016,107 @@ fn bad_patch_plugin_configs_fail_configuration() {
         assert!(e.contains(reason), "{config}\n{e}");
     }
 }
+
+/// The names of the ConfigMaps of `out` that carry annotation `hit`.
+fn hit_names(out: &str) -> Vec<String> {
+    out.split("---\n")
+        .filter(|d| d.contains("  hit: "))
+        .filter_map(|d| {
+            d.lines()
+                .find_map(|l| l.strip_prefix("  name: "))
+                .map(|n| n.trim_matches('\'').to_string())
+        })
+        .collect()
+}
+
+// Rule: selector fields are Go regular expressions, anchored. Go's syntax
+// differs from the `regex` crate's where real trees depend on it (a `{`
+// that starts no repetition is a literal: cluster-api templates target
+// `\${CLUSTER_NAME}-control-plane`), and Go's own refusals are errors.
+#[test]
+fn selector_names_are_go_regular_expressions() {
+    let names = ["${CLUSTER_NAME}-cp", "a{b}", "A.b", "x1", "x\u{663}", "a<b"];
+    let cms: String = names
+        .iter()
+        .map(|n| format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{n}'\n"))
+        .collect();
+    let targeting = |pattern: &str| {
+        render(
+            &[
+                ("/r/cm.yaml", &cms),
+                (
+                    "/r/kustomization.yaml",
+                    &format!(
+                        "resources: [cm.yaml]\npatches:\n- target:\n    name: '{pattern}'\n  patch: |\n    - {{op: add, path: /metadata/annotations/hit, value: y}}\n"
+                    ),
+                ),
+            ],
+            "/r",
+        )
+        .map(|out| hit_names(&out))
+    };
+    for (pattern, hits) in [
+        (r"\${CLUSTER_NAME}-cp", vec!["${CLUSTER_NAME}-cp"]),
+        ("a{b}", vec!["a{b}"]),
+        (r"\QA.b\E", vec!["A.b"]),
+        (r"\101.b", vec!["A.b"]),
+        (r"x\d", vec!["x1"]),
+        (r"x\pN", vec!["x1", "x\u{663}"]),
+        (r"a\<b", vec!["a<b"]),
+        ("x{1}1|a(?i)+", vec!["x1"]),
+        ("(?i)x1", vec!["x1"]),
+    ] {
+        assert_eq!(targeting(pattern).unwrap(), hits, "pattern {pattern}");
+    }
+    for (pattern, reason) in [
+        ("x{1001}", "invalid repeat count: `{1001}`"),
+        ("a**", "invalid nested repetition operator: `**`"),
+        (r"\8", r"invalid escape sequence: `\8`"),
+        ("(?x)a", "invalid or unsupported Perl syntax: `(?x`"),
+        ("(x", "missing closing ): `^(?:(x)$`"),
+    ] {
+        let e = targeting(pattern).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("error parsing regexp: {reason}")),
+            "pattern {pattern}: {e}"
+        );
+    }
+}
+
+// Rule: an `images:` name matches an image with that name, then an
+// optional `:tag`, then an optional `@sha256:digest`; nothing else
+// (`nginx@sha256` without a digest is left alone).
+#[test]
+fn image_names_match_with_tag_and_digest_only() {
+    let out = ok(
+        &[
+            (
+                "/r/pod.yaml",
+                "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - {name: a, image: nginx@sha256}
+  - {name: b, image: 'nginx@sha256:abc'}
+  - {name: c, image: 'nginx:1@sha256:abc'}
+  - {name: d, image: 'nginx:1'}
+  - {name: e, image: nginxx}
+",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "resources: [pod.yaml]\nimages:\n- name: nginx\n  newTag: \"2\"\n",
+            ),
+        ],
+        "/r",
+    );
+    let images: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- image: "))
+        .collect();
+    assert_eq!(
+        images,
+        ["nginx@sha256", "nginx:2", "nginx:2", "nginx:2", "nginxx"]
+    );
+}

@@ -317,7 +317,7 @@ fn index_error(i: usize, len: usize) -> String {
 
 fn compiled<'r>(slot: &'r mut Option<Regex>, pattern: &str) -> Result<&'r Regex, String> {
     if slot.is_none() {
-        let re = Regex::new(pattern).map_err(|e| format!("error parsing regexp: {e}"))?;
+        let re = super::goregex::compile(pattern)?;
         *slot = Some(re);
     }
     slot.as_ref().ok_or_else(|| "regex unavailable".to_string())

@@ -24,6 +24,7 @@ pub mod fieldspec;
 pub mod fs;
 pub mod function;
 pub mod generator;
+pub mod goregex;
 pub mod helm;
 pub mod kustomization;
 pub mod loader;

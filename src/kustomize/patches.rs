@@ -30,13 +30,8 @@ pub struct CompiledSelector {
     annotations: Option<LabelSelector>,
 }
 
-fn anchored(p: &str, what: &str) -> Result<Option<Regex>> {
-    if p.is_empty() {
-        return Ok(None);
-    }
-    Regex::new(&format!("^(?:{p})$"))
-        .map(Some)
-        .map_err(|e| Error::invalid(format!("invalid {what} regex '{p}': {e}")))
+fn anchored(p: &str) -> Result<Option<Regex>> {
+    super::goregex::anchored(p).map_err(Error::invalid)
 }
 
 impl CompiledSelector {
@@ -49,11 +44,11 @@ impl CompiledSelector {
             }
         };
         Ok(CompiledSelector {
-            group: anchored(&s.group, "group")?,
-            version: anchored(&s.version, "version")?,
-            kind: anchored(&s.kind, "kind")?,
-            name: anchored(&s.name, "name")?,
-            namespace: anchored(&s.namespace, "namespace")?,
+            group: anchored(&s.group)?,
+            version: anchored(&s.version)?,
+            kind: anchored(&s.kind)?,
+            name: anchored(&s.name)?,
+            namespace: anchored(&s.namespace)?,
             labels: ls(&s.label_selector)?,
             annotations: ls(&s.annotation_selector)?,
         })

@@ -127,14 +127,7 @@ pub struct SelectorRegex {
     annotations: Option<LabelSelector>,
 }
 
-fn anchored(p: &str) -> Result<Option<Regex>, String> {
-    if p.is_empty() {
-        return Ok(None);
-    }
-    Regex::new(&format!("^(?:{p})$"))
-        .map(Some)
-        .map_err(|e| format!("error parsing regexp: {e}"))
-}
+use super::goregex::anchored;
 
 fn optional_selector(s: &str) -> Result<Option<LabelSelector>, String> {
     if s.is_empty() {

@@ -342,10 +342,10 @@ impl ImageRule {
     pub fn new(entry: &ImageEntry) -> Result<ImageRule> {
         // kustomize uses the configured name as a regular expression.
         let pattern = format!(
-            "^{}(@sha256)?(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$",
+            "^{}(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$",
             entry.name
         );
-        let matcher = Regex::new(&pattern).map_err(|e| {
+        let matcher = super::goregex::compile(&pattern).map_err(|e| {
             Error::invalid(format!("images: invalid image name '{}': {e}", entry.name))
         })?;
         Ok(ImageRule {
