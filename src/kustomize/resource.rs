@@ -393,16 +393,21 @@ pub fn effective_namespace<'a>(id: &'a ResId, schema: &Schema) -> &'a str {
     }
 }
 
-/// Key used to detect duplicate ids (`default` namespace == no namespace).
-fn id_key(id: &ResId) -> IdKey {
-    (
-        id.gvk.clone(),
-        id.name.clone(),
-        id.effective_namespace().to_string(),
-    )
+/// Key used to detect duplicate ids and to find resources by id, as
+/// kustomize compares ids: `default` namespace == no namespace, and the
+/// namespace of a kind the builtin schema knows as cluster-scoped is
+/// ignored (a ClusterRole written with `namespace: a` is the one a patch
+/// names with `namespace: b`).
+pub fn id_key(id: &ResId) -> IdKey {
+    let namespace = if Schema::builtin_ref().is_namespaced(&id.gvk.api_version(), &id.gvk.kind) {
+        id.effective_namespace()
+    } else {
+        NON_NAMESPACEABLE
+    };
+    (id.gvk.clone(), id.name.clone(), namespace.to_string())
 }
 
-type IdKey = (Gvk, String, String);
+pub type IdKey = (Gvk, String, String);
 
 /// The index keys of one resource: current id, all ids, and names.
 struct Keys {

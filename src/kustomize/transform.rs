@@ -135,12 +135,7 @@ pub fn namespace(
     let mut seen = std::collections::HashSet::new();
     for r in m.resources() {
         let id = r.cur_id();
-        let key = (
-            id.gvk.clone(),
-            id.name.clone(),
-            id.effective_namespace().to_string(),
-        );
-        if !seen.insert(key) {
+        if !seen.insert(super::resource::id_key(&id)) {
             return Err(Error::invalid(format!(
                 "namespace transformation produces ID conflict: {id}"
             )));

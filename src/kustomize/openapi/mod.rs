@@ -98,6 +98,11 @@ impl Schema {
         Arc::clone(&BUILTIN)
     }
 
+    /// [`Schema::builtin`] without the reference count.
+    pub fn builtin_ref() -> &'static Schema {
+        &BUILTIN
+    }
+
     /// A custom schema from a kustomization's `openapi: {path: file}`: an
     /// OpenAPI v2 document (JSON or YAML, already parsed) with `definitions`
     /// whose references are `$ref: "#/definitions/NAME"`, resource types
