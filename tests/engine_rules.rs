@@ -3120,3 +3120,108 @@ spec:
         ["nginx@sha256", "nginx:2", "nginx:2", "nginx:2", "nginxx"]
     );
 }
+
+// Rule: ids of kinds the builtin schema knows as cluster-scoped compare
+// without their namespace: a strategic-merge patch naming a ClusterRole
+// with any namespace patches it, and two ClusterRoles of one name in two
+// namespaces are one id twice.
+#[test]
+fn cluster_scoped_ids_ignore_the_namespace() {
+    let role = |ns: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: viewer\n  namespace: {ns}\nrules: []\n"
+        )
+    };
+    let patch = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: viewer
+  namespace: b
+  labels: {patched: \"yes\"}
+";
+    let out = ok(
+        &[
+            ("/r/cr.yaml", &role("a")),
+            ("/r/patch.yaml", patch),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cr.yaml]\npatches:\n- path: patch.yaml\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        out.contains("patched: \"yes\"") && out.contains("namespace: a"),
+        "{out}"
+    );
+    let e = err(
+        &[
+            ("/r/cr.yaml", &role("a")),
+            ("/r/cr2.yaml", &role("c")),
+            ("/r/kustomization.yaml", "resources: [cr.yaml, cr2.yaml]\n"),
+        ],
+        "/r",
+    );
+    assert!(
+        e.contains("may not add resource with an already registered id"),
+        "{e}"
+    );
+    // a namespaced kind keeps its namespace in its id
+    let out = ok(
+        &[
+            (
+                "/r/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: c}\n",
+            ),
+            ("/r/kustomization.yaml", "resources: [cm.yaml]\n"),
+        ],
+        "/r",
+    );
+    assert_eq!(out.matches("name: x").count(), 2);
+}
+
+// Rule: `generators:` and `transformers:` entries run inline configs
+// first, then the files, whatever order the list gives.
+#[test]
+fn inline_plugin_configs_run_before_files() {
+    let prefix = |p: &str| {
+        format!(
+            "apiVersion: builtin\nkind: PrefixTransformer\nmetadata:\n  name: {p}\nprefix: {p}-\nfieldSpecs:\n- path: metadata/name\n"
+        )
+    };
+    let inline = prefix("i")
+        .lines()
+        .map(|l| format!("  {l}\n"))
+        .collect::<String>();
+    let out = ok(
+        &[
+            (
+                "/r/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+            ),
+            ("/r/p.yaml", &prefix("f")),
+            (
+                "/r/kustomization.yaml",
+                &format!("resources: [cm.yaml]\ntransformers:\n- p.yaml\n- |\n{inline}"),
+            ),
+        ],
+        "/r",
+    );
+    assert!(out.contains("name: f-i-x"), "{out}");
+    let out = ok(
+        &[
+            (
+                "/r/g.yaml",
+                "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: file-cm}\nliterals: [a=1]\n",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "generators:\n- g.yaml\n- |\n  apiVersion: builtin\n  kind: ConfigMapGenerator\n  metadata: {name: inline-cm}\n  literals: [b=2]\nsortOptions: {order: fifo}\n",
+            ),
+        ],
+        "/r",
+    );
+    let inline_at = out.find("name: inline-cm").unwrap();
+    let file_at = out.find("name: file-cm").unwrap();
+    assert!(inline_at < file_at, "{out}");
+}

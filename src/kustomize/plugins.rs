@@ -220,13 +220,10 @@ fn generator_args(obj: &Value, secret: bool) -> Result<GeneratorArgs> {
     })
 }
 
-/// Runs one `generators:` entry; returns the generated resources.
-pub fn run_generator_entry(
-    t: &dyn Layer,
-    _ra: &Accumulator,
-    entry: &String,
-) -> Result<Vec<Resource>> {
-    let configs = load_configs(t, &[entry])?;
+/// Runs the `generators:` entries (inline configs first, then files, as
+/// kustomize orders them); returns the generated resources.
+pub fn run_generators(t: &dyn Layer, entries: &[String]) -> Result<Vec<Resource>> {
+    let configs = load_configs(t, &entries.iter().collect::<Vec<_>>())?;
     let mut out = Vec::new();
     for cfg in configs {
         let (builtin, kind) = kind_of(&cfg)?;
@@ -306,9 +303,10 @@ fn iam_policy(obj: &Value) -> Result<Resource> {
     Ok(Resource::new(Value::Map(m)))
 }
 
-/// Runs one `transformers:` entry on the accumulated resources.
-pub fn run_transformer_entry(t: &dyn Layer, ra: &mut Accumulator, entry: &String) -> Result<()> {
-    let configs = load_configs(t, &[entry])?;
+/// Runs the `transformers:` entries on the accumulated resources (inline
+/// configs first, then files, as kustomize orders them).
+pub fn run_transformers(t: &dyn Layer, ra: &mut Accumulator, entries: &[String]) -> Result<()> {
+    let configs = load_configs(t, &entries.iter().collect::<Vec<_>>())?;
     for cfg in configs {
         let (builtin, kind) = kind_of(&cfg)?;
         if !builtin {

@@ -496,10 +496,8 @@ impl<'o> Target<'o> {
                 absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
             }
         }
-        for entry in &self.kust.generators {
-            for r in plugins::run_generator_entry(self, ra, entry)? {
-                absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
-            }
+        for r in plugins::run_generators(self, &self.kust.generators)? {
+            absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
         }
         Ok(())
     }
@@ -618,9 +616,7 @@ impl<'o> Target<'o> {
             plugins::run_replacements(&self.loader, &mut ra.resources, &k.replacements)?;
             self.record(ra, "ReplacementTransformer");
         }
-        for entry in &k.transformers {
-            plugins::run_transformer_entry(self, ra, entry)?;
-        }
+        plugins::run_transformers(self, ra, &k.transformers)?;
         Ok(())
     }
 }
