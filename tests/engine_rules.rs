@@ -3225,3 +3225,89 @@ fn inline_plugin_configs_run_before_files() {
     let file_at = out.find("name: file-cm").unwrap();
     assert!(inline_at < file_at, "{out}");
 }
+
+// Rule: ids made equal are an error where kustomize moves resources into a
+// new map: the result of a component (a replacement renaming two
+// ConfigMaps to one name), and a plugin config file repeating an inline
+// config's id.
+#[test]
+fn duplicate_ids_after_a_component_or_among_plugin_configs_fail() {
+    let e = err(
+        &[
+            (
+                "/r/svc.yaml",
+                "apiVersion: v1\nkind: Service\nmetadata: {name: cache}\n",
+            ),
+            (
+                "/r/comp/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nreplacements:\n- source: {kind: Service, name: cache}\n  targets:\n  - select: {kind: ConfigMap}\n",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "resources: [svc.yaml]\nconfigMapGenerator:\n- {name: a, literals: [x=1]}\n- {name: b, literals: [x=2]}\ncomponents: [comp]\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.contains("recursed merging from path '/r/comp': may not add resource with an already registered id: ConfigMap.v1.[noGrp]/cache.[noNs]"),
+        "{e}"
+    );
+    let e = err(
+        &[
+            (
+                "/r/gen.yaml",
+                "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: cm}\nbehavior: merge\nliterals: [a=1]\n",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "generators:\n- |\n  apiVersion: builtin\n  kind: ConfigMapGenerator\n  metadata: {name: cm}\n  literals: [b=2]\n- gen.yaml\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.contains("may not add resource with an already registered id: ConfigMapGenerator.builtin.[noGrp]/cm.[noNs]"),
+        "{e}"
+    );
+}
+
+// Rule: a `labels:` entry's fields merge with the configured and default
+// label specs as kustomize's FsSlice does: the same path for a kind the
+// new spec selects is one spec, and differing `create` is an error.
+#[test]
+fn label_field_specs_conflict_on_create() {
+    let tree = |labels: &str| {
+        render(
+            &[
+                (
+                    "/r/d.yaml",
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
+                ),
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [d.yaml]\nlabels:\n{labels}"),
+                ),
+            ],
+            "/r",
+        )
+    };
+    let e = tree("- pairs: {env: prod}\n  fields:\n  - path: metadata/labels\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("failed to merge labels: conflicting fieldspecs"),
+        "{e}"
+    );
+    let e = tree("- pairs: {team: a}\n  includeTemplates: true\n  fields:\n  - {path: spec/template/metadata/labels, kind: Deployment}\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("failed to merge template fieldSpec: conflicting fieldspecs"),
+        "{e}"
+    );
+    // same create: one spec, no error
+    let out = tree("- pairs: {env: prod}\n  fields:\n  - {path: metadata/labels, create: true}\n")
+        .unwrap();
+    assert!(out.contains("env: prod"), "{out}");
+}

@@ -70,8 +70,10 @@ pub trait Layer {
     fn validators(&self) -> &[String];
     /// The origin a plugin config gives what it makes (buildMetadata).
     fn config_origin(&self, kind: &str, name: &str, config_file: Option<&str>) -> Option<Origin>;
-    /// Plugin configs named by files or directories, read like `resources:`.
-    fn accumulate_configs(&self, paths: Vec<String>) -> Result<Vec<Resource>>;
+    /// `first` (inline configs), then the plugin configs named by files or
+    /// directories, read like `resources:` into one map.
+    fn accumulate_configs(&self, first: Vec<Resource>, paths: Vec<String>)
+    -> Result<Vec<Resource>>;
 }
 
 /// Loads plugin config documents for a list of entries: inline YAML
@@ -89,10 +91,12 @@ fn load_configs(t: &dyn Layer, entries: &[&String]) -> Result<Vec<Resource>> {
             _ => paths.push((*e).clone()),
         }
     }
-    if !paths.is_empty() {
-        inline.extend(t.accumulate_configs(paths)?);
+    if paths.is_empty() {
+        return Ok(inline);
     }
-    Ok(inline)
+    // the files are accumulated after the inline configs, into the same
+    // map: an id twice is an error, as in kustomize
+    t.accumulate_configs(inline, paths)
 }
 
 fn kind_of(cfg: &Resource) -> Result<(bool, String)> {

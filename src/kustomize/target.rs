@@ -152,7 +152,11 @@ impl super::plugins::Layer for Target<'_> {
     fn config_origin(&self, kind: &str, name: &str, config_file: Option<&str>) -> Option<Origin> {
         Target::config_origin(self, kind, name, config_file)
     }
-    fn accumulate_configs(&self, paths: Vec<String>) -> Result<Vec<Resource>> {
+    fn accumulate_configs(
+        &self,
+        first: Vec<Resource>,
+        paths: Vec<String>,
+    ) -> Result<Vec<Resource>> {
         // a layer of its own, of only those paths, in this layer's context
         let sub = Target {
             loader: self.loader.clone(),
@@ -167,6 +171,9 @@ impl super::plugins::Layer for Target<'_> {
             catalogs: self.catalogs.clone(),
         };
         let mut ra = Accumulator::new();
+        for r in first {
+            ra.resources.append(r)?;
+        }
         sub.accumulate(&mut ra)?;
         Ok(ra.resources.into_resources())
     }
@@ -436,7 +443,19 @@ impl<'o> Target<'o> {
                 "recursed accumulation of path '{}'",
                 root.display()
             ))
-        })
+        })?;
+        if component {
+            // kustomize moves a component's result into a new accumulator,
+            // so ids the component made equal are a duplicate error
+            let mut merged = ResMap::new();
+            merged
+                .append_all(std::mem::take(&mut ra.resources))
+                .map_err(|e| {
+                    e.context(format!("recursed merging from path '{}'", root.display()))
+                })?;
+            ra.resources = merged;
+        }
+        Ok(())
     }
 
     fn accumulate_components(&self, ra: &mut Accumulator) -> Result<()> {
@@ -548,22 +567,28 @@ impl<'o> Target<'o> {
             self.record(ra, "SuffixTransformer");
         }
         for l in &k.labels {
+            // kustomize's order: the entry's fields, the `labels` specs of
+            // the configurations, then the defaults the flags select
             let mut specs: Vec<FieldSpec> = Vec::new();
             for f in &l.fields {
                 specs.push(FieldSpec::from_value(f, "labels.fields")?);
             }
+            let failed = |e: String| Error::invalid(format!("failed to merge labels: {e}"));
+            merge_specs(&mut specs, &ra.config.labels).map_err(failed)?;
             if l.include_selectors {
-                merge_specs(&mut specs, &ra.config.common_labels);
+                merge_specs(&mut specs, &ra.config.common_labels).map_err(failed)?;
             } else {
+                if l.include_templates {
+                    merge_specs(&mut specs, &ra.config.template_labels).map_err(|e| {
+                        Error::invalid(format!("failed to merge template fieldSpec: {e}"))
+                    })?;
+                }
                 merge_specs(
                     &mut specs,
                     &[FieldSpec::new(Gvk::default(), "metadata/labels", true)],
-                );
-                if l.include_templates {
-                    merge_specs(&mut specs, &ra.config.template_labels);
-                }
+                )
+                .map_err(failed)?;
             }
-            merge_specs(&mut specs, &ra.config.labels);
             transform::set_map_entries(&mut ra.resources, &l.pairs, &specs)?;
             self.record(ra, "LabelTransformer");
         }
@@ -621,12 +646,21 @@ impl<'o> Target<'o> {
     }
 }
 
-fn merge_specs(dst: &mut Vec<FieldSpec>, src: &[FieldSpec]) {
+/// kustomize's `FsSlice.MergeAll`: a spec whose path is already there for
+/// a kind it selects is skipped, or is a conflict when it differs in
+/// `create`.
+fn merge_specs(dst: &mut Vec<FieldSpec>, src: &[FieldSpec]) -> std::result::Result<(), String> {
     for s in src {
-        if !dst.iter().any(|d| d.gvk == s.gvk && d.path == s.path) {
-            dst.push(s.clone());
+        match dst
+            .iter()
+            .find(|d| s.gvk.selects(&d.gvk) && d.path == s.path)
+        {
+            Some(d) if d.create != s.create => return Err("conflicting fieldspecs".into()),
+            Some(_) => {}
+            None => dst.push(s.clone()),
         }
     }
+    Ok(())
 }
 
 fn check_resource(r: &Resource, file: &str) -> Result<()> {
