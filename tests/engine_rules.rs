@@ -3311,3 +3311,109 @@ fn label_field_specs_conflict_on_create() {
         .unwrap();
     assert!(out.contains("env: prod"), "{out}");
 }
+
+// Rule: kustomize hands `configMapGenerator`/`secretGenerator` entries to
+// its builtin generators marshalled and read back by go-yaml v2: a NEL in
+// a literal is folded before the value is hashed, and DEL, C1 controls,
+// U+FFFE/U+FFFF fail the build, for Secrets as well as ConfigMaps.
+#[test]
+fn generator_literals_pass_through_go_yaml() {
+    let generated = |field: &str, literal: &str| {
+        render(
+            &[(
+                "/r/kustomization.yaml",
+                &format!("{field}:\n- name: c\n  literals:\n  - \"{literal}\"\n"),
+            )],
+            "/r",
+        )
+    };
+    let folded = generated("configMapGenerator", r"k=a\u0085b").unwrap();
+    let spaced = generated("configMapGenerator", "k=a b").unwrap();
+    assert_eq!(folded, spaced);
+    let folded = generated("secretGenerator", r"k=a\u0085b").unwrap();
+    let spaced = generated("secretGenerator", "k=a b").unwrap();
+    assert_eq!(folded, spaced);
+    for (field, plugin) in [
+        ("configMapGenerator", "ConfigMapGenerator"),
+        ("secretGenerator", "SecretGenerator"),
+    ] {
+        for literal in [r"k=a\u007fb", r"k=\u009f", r"k=\ufffe"] {
+            let e = generated(field, literal).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("builtin {plugin} marshal: yaml: control characters are not allowed"),
+                "{literal}"
+            );
+        }
+        let e = generated(field, r"k=a\u0085--- x").unwrap_err().to_string();
+        assert!(
+            e.ends_with("yaml: line 2: found unexpected document indicator"),
+            "{e}"
+        );
+    }
+    // other control characters are escaped by Go's JSON: no error
+    generated("secretGenerator", r"k=\u0001\u001b").unwrap();
+}
+
+// Rule: a JSON patch goes through Go's JSON encoder, which refuses a NaN
+// or infinite float anywhere in the resource (a strategic-merge patch
+// does not).
+#[test]
+fn json_patch_refuses_non_finite_floats() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: .nan\n  b: -.inf\n";
+    let e = err(
+        &[
+            ("/r/cm.yaml", cm),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\npatches:\n- target: {kind: ConfigMap}\n  patch: |\n    - {op: replace, path: /data/a, value: z}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(e.contains("json: unsupported value: NaN"), "{e}");
+    let e = err(
+        &[
+            ("/r/cm.yaml", cm),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\npatches:\n- patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: c}\n    data: {a: z}\n",
+            ),
+        ],
+        "/r",
+    );
+    // the strategic merge succeeds; printing the -Inf left fails
+    assert!(e.contains("json: unsupported value: -Inf"), "{e}");
+}
+
+// Rule: with `labels:` set, kustomize also runs (and, with
+// `transformerAnnotations`, records) the commonLabels transformer, even
+// when commonLabels is empty: one more LabelTransformer entry than there
+// are `labels:` entries.
+#[test]
+fn labels_record_the_common_labels_transformer_too() {
+    let count = |extra: &str| {
+        ok(
+            &[
+                (
+                    "/r/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+                ),
+                (
+                    "/r/kustomization.yaml",
+                    &format!(
+                        "resources: [cm.yaml]\nbuildMetadata: [transformerAnnotations]\n{extra}"
+                    ),
+                ),
+            ],
+            "/r",
+        )
+        .matches("kind: LabelTransformer")
+        .count()
+    };
+    assert_eq!(count("labels:\n- pairs: {a: b}\n"), 2);
+    assert_eq!(count("labels:\n- pairs: {a: b}\n- pairs: {c: d}\n"), 3);
+    assert_eq!(count("labels:\n- pairs: {a: b}\ncommonLabels: {c: d}\n"), 2);
+    assert_eq!(count("commonLabels: {c: d}\n"), 1);
+    assert_eq!(count(""), 0);
+}

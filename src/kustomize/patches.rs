@@ -590,12 +590,27 @@ pub fn apply_patch_entry(
     }
 }
 
+/// Go's spelling of the first NaN or infinite float in `v`.
+fn non_finite(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Float(f) if f.is_nan() => Some("NaN"),
+        Value::Float(f) if f.is_infinite() => Some(if *f > 0.0 { "+Inf" } else { "-Inf" }),
+        Value::Map(m) => m.values().find_map(non_finite),
+        Value::Seq(s) => s.iter().find_map(non_finite),
+        _ => None,
+    }
+}
+
 /// kustomize patches a resource as JSON text and parses it again, so every
 /// node is new: links, nulls written as nothing (they become explicit
 /// `null`s) and kept scalar texts are forgotten. Decoding it fails on a
 /// field a replacement gave text its type cannot read (see
 /// `Resource::scalar_texts`), reported without the decoded map's type.
 fn renew_nodes(r: &mut Resource) -> Result<()> {
+    // Go's JSON encoder refuses what JSON cannot hold
+    if let Some(name) = non_finite(&r.obj) {
+        return Err(Error::invalid(format!("json: unsupported value: {name}")));
+    }
     if let Some(e) = mistyped_error(&r.obj, &r.scalar_texts) {
         return Err(Error::invalid(
             e.strip_prefix("map[string]interface {}(nil): ")

@@ -14,7 +14,7 @@ use super::fieldspec::{FieldSpec, TransformerConfig};
 use super::fs::FileKind;
 use super::function::CatalogFile;
 use super::generator::{GenKind, generate};
-use super::kustomization::{KUSTOMIZATION_FILE_NAMES, KustKind, Kustomization};
+use super::kustomization::{GeneratorArgs, KUSTOMIZATION_FILE_NAMES, KustKind, Kustomization};
 use super::loader::{Loader, is_remote, remote_error};
 use super::openapi::Schema;
 use super::patches;
@@ -482,6 +482,7 @@ impl<'o> Target<'o> {
 
     fn run_generators(&self, ra: &mut Accumulator) -> Result<()> {
         for args in &self.kust.config_map_generator {
+            let args = &marshalled(args, "ConfigMapGenerator")?;
             let mut r = generate(
                 args,
                 GenKind::ConfigMap,
@@ -492,6 +493,7 @@ impl<'o> Target<'o> {
             absorb(&mut ra.resources, r).map_err(|e| e.context("merging from generator"))?;
         }
         for args in &self.kust.secret_generator {
+            let args = &marshalled(args, "SecretGenerator")?;
             let mut r = generate(
                 args,
                 GenKind::Secret,
@@ -599,6 +601,10 @@ impl<'o> Target<'o> {
                 &ra.config.common_labels,
             )?;
             self.record(ra, "LabelTransformer");
+        } else if !k.labels.is_empty() {
+            // kustomize configures the commonLabels transformer whenever
+            // `labels:` is set, empty or not, and records it
+            self.record(ra, "LabelTransformer");
         }
         if !k.common_annotations.is_empty() {
             transform::set_map_entries(
@@ -644,6 +650,30 @@ impl<'o> Target<'o> {
         plugins::run_transformers(self, ra, &k.transformers)?;
         Ok(())
     }
+}
+
+/// A generator entry as kustomize's builtin generator receives it: the
+/// entry is marshalled and read back with go-yaml v2, which folds a NEL in
+/// a literal and refuses DEL, C1 controls, U+FFFE and U+FFFF (for a Secret
+/// too, whose printed data is base64 and would never show them).
+fn marshalled<'a>(
+    args: &'a GeneratorArgs,
+    plugin: &str,
+) -> Result<std::borrow::Cow<'a, GeneratorArgs>> {
+    let mut literals = Vec::with_capacity(args.literals.len());
+    let mut changed = false;
+    for lit in &args.literals {
+        let read = super::yaml::emit::go_yaml_round_trip(lit)
+            .map_err(|e| Error::invalid(format!("builtin {plugin} marshal: {e}")))?;
+        changed |= matches!(read, std::borrow::Cow::Owned(_));
+        literals.push(read.into_owned());
+    }
+    if !changed {
+        return Ok(std::borrow::Cow::Borrowed(args));
+    }
+    let mut owned = args.clone();
+    owned.literals = literals;
+    Ok(std::borrow::Cow::Owned(owned))
 }
 
 /// kustomize's `FsSlice.MergeAll`: a spec whose path is already there for

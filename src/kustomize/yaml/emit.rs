@@ -1150,6 +1150,14 @@ fn requested_style(s: &str, analysis: &Analysis) -> Style {
     }
 }
 
+/// A string as kustomize has it after marshalling it to JSON and reading
+/// that back with go-yaml v2 (how the builtin generators receive the
+/// `configMapGenerator`/`secretGenerator` fields): NELs folded, or the
+/// error go-yaml's reader gives.
+pub fn go_yaml_round_trip(s: &str) -> Result<Cow<'_, str>, EmitError> {
+    json_round_trip(s).map_err(EmitError::from)
+}
+
 /// What becomes of a string on its way through Go's JSON encoder and
 /// go-yaml v2's double-quoted scalar scanner.
 ///
