@@ -3417,3 +3417,35 @@ fn labels_record_the_common_labels_transformer_too() {
     assert_eq!(count("commonLabels: {c: d}\n"), 1);
     assert_eq!(count(""), 0);
 }
+
+// Rule: a `transformers:`/`generators:` entry is an inline config only when
+// it reads as resources (a kind and a name); otherwise it is a path, and a
+// config without `metadata.name` fails as a missing file.
+#[test]
+fn inline_plugin_config_needs_a_name() {
+    let files = |config: &str| {
+        render(
+            &[
+                (
+                    "/r/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+                ),
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [cm.yaml]\ntransformers:\n- |\n{config}"),
+                ),
+            ],
+            "/r",
+        )
+    };
+    let e = files("  apiVersion: builtin\n  kind: PrefixTransformer\n  prefix: p-\n  fieldSpecs: [{path: metadata/name}]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("accumulating resources from 'apiVersion: builtin"),
+        "{e}"
+    );
+    let out = files("  apiVersion: builtin\n  kind: PrefixTransformer\n  metadata: {name: p}\n  prefix: p-\n  fieldSpecs: [{path: metadata/name}]\n")
+        .unwrap();
+    assert!(out.contains("name: p-x"), "{out}");
+}

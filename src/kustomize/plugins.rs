@@ -83,7 +83,15 @@ fn load_configs(t: &dyn Layer, entries: &[&String]) -> Result<Vec<Resource>> {
     let mut paths = Vec::new();
     for e in entries {
         match parse::parse_documents_strict(e) {
-            Ok(docs) if docs.iter().any(|d| matches!(d, Value::Map(_))) => {
+            // kustomize takes an entry as inline config only when it reads
+            // as resources (kind and name); anything else is a path
+            Ok(docs)
+                if docs.iter().any(|d| matches!(d, Value::Map(_)))
+                    && docs.iter().all(|d| {
+                        !matches!(d, Value::Map(_))
+                            || super::documents::missing_metadata(d).is_none()
+                    }) =>
+            {
                 for d in split_resources(docs, "inline plugin config")? {
                     inline.push(Resource::new(d));
                 }
