@@ -12,7 +12,8 @@ strategic-merge and JSON patches, generator merges and diamonds (two
 overlays of one base under a root). Both tools build the top directory; a
 tree passes when both fail, or both succeed with byte-identical output.
 Failing trees are copied to --keep (default ./difftest-failures) with both
-outputs. The run ends with a line `difftest: N passed, M failed`.
+outputs. The run ends with a line `difftest: N passed, M failed (R of the
+passed refused by both)`; `--verbose` prints one line per tree.
 
 Trees are generated from --seed, so a failure is reproducible: the kept
 directory name carries the tree's seed (`--trees 1 --seed <it>`).
@@ -134,7 +135,7 @@ class Tree:
             lines.append(
                 f"labels:\n- pairs:\n    env: {r.choice(['prod', 'dev'])}\n"
                 f"  includeSelectors: {r.choice(['true', 'false'])}\n"
-                + (f"  includeTemplates: true\n" if r.random() < 0.3 else "")
+                + ("  includeTemplates: true\n" if r.random() < 0.3 else "")
             )
         if r.random() < 0.2:
             lines.append(f"commonLabels:\n  owner: {r.choice(WORDS)}\n")
@@ -193,38 +194,52 @@ class Tree:
 
 
 def run(cmd, cwd):
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120)
+    try:
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return 124, b"", b"timeout\n"
     return p.returncode, p.stdout, p.stderr
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def write_tree(root, files):
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+def run_trees(label, make_tree, default_keep, doc):
+    """The command line shared by the tree generators: builds --trees trees
+    of `make_tree(random.Random(seed))` (an object with `build()` returning
+    the directory to build and `files`) with both tools and compares."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trees", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--krmsync", default=str(Path(__file__).resolve().parent.parent / "target/release/krmsync"))
-    ap.add_argument("--keep", default="difftest-failures")
+    ap.add_argument("--keep", default=default_keep)
+    ap.add_argument("--verbose", action="store_true", help="print one line per tree")
     args = ap.parse_args()
     if not shutil.which("kubectl"):
-        print("difftest: not run: kubectl is not on PATH")
+        print(f"{label}: not run: kubectl is not on PATH")
         return 0
     if not os.access(args.krmsync, os.X_OK):
-        print(f"difftest: no krmsync binary at {args.krmsync} (cargo build, or --krmsync)", file=sys.stderr)
+        print(f"{label}: no krmsync binary at {args.krmsync} (cargo build, or --krmsync)", file=sys.stderr)
         return 2
     keep = Path(args.keep)
     passed, failed, both_failed = 0, [], 0
     for i in range(args.trees):
         seed = args.seed + i
-        tree = Tree(random.Random(seed))
+        tree = make_tree(random.Random(seed))
         top = tree.build()
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            for rel, text in tree.files.items():
-                p = root / rel
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(text)
+            write_tree(root, tree.files)
             ref = run(["kubectl", "kustomize", top], root)
             got = run([args.krmsync, "build", top], root)
             same = (ref[0] != 0 and got[0] != 0) or (ref[0] == 0 and got[0] == 0 and ref[1] == got[1])
+            if args.verbose:
+                why = ref[2].decode(errors="replace").strip().splitlines()[-1:] if ref[0] else []
+                print(f"seed {seed}: {'pass' if same else 'FAIL'} (kustomize rc={ref[0]}, krmsync rc={got[0]}) {' '.join(why)[-220:]}")
             if same:
                 passed += 1
                 both_failed += ref[0] != 0
@@ -234,14 +249,17 @@ def main():
             if dest.exists():
                 shutil.rmtree(dest)
             shutil.copytree(root, dest)
-            (dest / "kustomize.out").write_text(ref[1] + ref[2])
-            (dest / "krmsync.out").write_text(got[1] + got[2])
+            (dest / "top.txt").write_text(top + "\n")
+            (dest / "kustomize.out").write_bytes(ref[1] + ref[2])
+            (dest / "krmsync.out").write_bytes(got[1] + got[2])
     if failed:
-        print(f"difftest: failing trees kept in {keep}/ (seeds {', '.join(map(str, failed[:20]))}{' ...' if len(failed) > 20 else ''})")
-    if both_failed:
-        print(f"difftest: {both_failed} of the passing trees were refused by both tools")
-    print(f"difftest: {passed} passed, {len(failed)} failed")
+        print(f"{label}: failing trees kept in {keep}/ (seeds {', '.join(map(str, failed[:20]))}{' ...' if len(failed) > 20 else ''})")
+    print(f"{label}: {passed} passed, {len(failed)} failed ({both_failed} of the passed refused by both)")
     return 1 if failed else 0
+
+
+def main():
+    return run_trees("difftest", Tree, "difftest-failures", __doc__)
 
 
 if __name__ == "__main__":

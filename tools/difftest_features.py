@@ -62,17 +62,12 @@ Trees are generated from --seed, so a failure is reproducible: the kept
 directory name carries the tree's seed (`--trees 1 --seed <it>`).
 """
 
-import argparse
 import base64
 import copy
 import json
 import os
-import random
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 # ---------------------------------------------------------------- YAML out
@@ -1134,8 +1129,6 @@ class Tree:
     # ---------------------------------------------------------- features
     def features(self, d, k, ctx, base=False, component=False):
         """Add a random selection of kustomization features to k."""
-        r = self.r
-        res = ctx["res"]
         feats = [
             (0.35, self.f_prefix), (0.35, self.f_namespace), (0.3, self.f_labels), (0.15, self.f_common_labels),
             (0.25, self.f_annotations), (0.3, self.f_images), (0.15, self.f_replicas), (0.45, self.f_patches),
@@ -1894,7 +1887,7 @@ class Tree:
                              extra_k={"namePrefix": "a-"} if self.p(0.85) else None)
             b = self.overlay("ov-b", [rel("ov-b", base_dir)], ctx, [rel("ov-b", c) for c in comp_dirs if self.p(0.6)],
                              extra_k={"namePrefix": "b-"} if self.p(0.85) else None)
-            top = self.overlay("top", ["../ov-a", "../ov-b"], a if self.p(0.5) else b,
+            self.overlay("top", ["../ov-a", "../ov-b"], a if self.p(0.5) else b,
                                [rel("top", c) for c in comp_dirs if self.p(0.2)])
             return "top"
         mid = self.overlay("overlays/mid", [rel("overlays/mid", base_dir)], ctx, [rel("overlays/mid", c) for c in comp_dirs])
@@ -1907,69 +1900,11 @@ class Tree:
 # ---------------------------------------------------------------- runner
 
 
-def run(cmd, cwd):
-    try:
-        p = subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        return 124, b"", b"timeout\n"
-    return p.returncode, p.stdout, p.stderr
-
-
-def write_tree(root, files):
-    for rel, content in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_bytes(content.encode("utf-8"))
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trees", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--krmsync", default=str(Path(__file__).resolve().parent.parent / "target/release/krmsync"))
-    ap.add_argument("--keep", default="difftest-features-failures")
-    ap.add_argument("--verbose", action="store_true", help="print one line per tree")
-    args = ap.parse_args()
-    if not shutil.which("kubectl"):
-        print("difftest-features: not run: kubectl is not on PATH")
-        return 0
-    if not os.access(args.krmsync, os.X_OK):
-        print(f"difftest-features: no krmsync binary at {args.krmsync} (cargo build, or --krmsync)", file=sys.stderr)
-        return 2
-    keep = Path(args.keep)
-    passed, failed, both_failed = 0, [], 0
-    for i in range(args.trees):
-        seed = args.seed + i
-        tree = Tree(random.Random(seed))
-        top = tree.build()
-        with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp)
-            write_tree(root, tree.files)
-            ref = run(["kubectl", "kustomize", top], root)
-            got = run([args.krmsync, "build", top], root)
-            same = (ref[0] != 0 and got[0] != 0) or (ref[0] == 0 and got[0] == 0 and ref[1] == got[1])
-            if args.verbose:
-                why = ref[2].decode(errors="replace").strip().splitlines()[-1:] if ref[0] else []
-                print(f"seed {seed}: {'pass' if same else 'FAIL'} (kustomize rc={ref[0]}, krmsync rc={got[0]}) {' '.join(why)[-220:]}")
-            if same:
-                passed += 1
-                both_failed += ref[0] != 0
-                continue
-            failed.append(seed)
-            dest = keep / f"seed-{seed}"
-            if dest.exists():
-                shutil.rmtree(dest)
-            shutil.copytree(root, dest)
-            (dest / "top.txt").write_text(top + "\n")
-            (dest / "kustomize.out").write_bytes(ref[1] + ref[2])
-            (dest / "krmsync.out").write_bytes(got[1] + got[2])
-    if failed:
-        print(f"difftest-features: failing trees kept in {keep}/ (seeds {', '.join(map(str, failed[:20]))}{' ...' if len(failed) > 20 else ''})")
-    print(f"difftest-features: {passed} passed, {len(failed)} failed ({both_failed} of the passed refused by both)")
-    return 1 if failed else 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from difftest import run_trees
+
+    return run_trees("difftest-features", Tree, "difftest-features-failures", __doc__)
 
 
 if __name__ == "__main__":
