@@ -3449,3 +3449,35 @@ fn inline_plugin_config_needs_a_name() {
         .unwrap();
     assert!(out.contains("name: p-x"), "{out}");
 }
+
+// Rule: messages that name a type print it as kyaml's `Gvk.String()`
+// (`Kind.version.group`, `[noVer]`/`[noGrp]` for empty parts), and the
+// replica kinds in kustomize's type order.
+#[test]
+fn type_names_in_messages_read_as_kyaml_prints_them() {
+    let e = err(
+        &[(
+            "/r/kustomization.yaml",
+            "transformers:\n- |\n  apiVersion: builtin\n  kind: Nope\n  metadata: {name: x}\n",
+        )],
+        "/r",
+    );
+    assert_eq!(e, "unable to load builtin Nope.builtin.[noGrp]");
+    let e = err(
+        &[
+            (
+                "/r/s.yaml",
+                "apiVersion: v1\nkind: Service\nmetadata: {name: svc}\n",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "resources: [s.yaml]\nreplicas:\n- {name: svc, count: 2}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.ends_with("resource with name svc does not match a config with the following GVK [Deployment.[noVer].[noGrp] StatefulSet.[noVer].[noGrp] ReplicaSet.[noVer].[noGrp] ReplicationController.[noVer].[noGrp]]"),
+        "{e}"
+    );
+}

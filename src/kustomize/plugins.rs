@@ -21,7 +21,7 @@ use super::loader::Loader;
 use super::openapi::Schema;
 use super::patches;
 use super::replacement::{self, ReplacementResource, TextScalar};
-use super::resid::ResId;
+use super::resid::{Gvk, ResId};
 use super::resource::Origin;
 use super::resource::{ResMap, Resource};
 use super::transform::{self, SubjectMode};
@@ -113,11 +113,14 @@ fn kind_of(cfg: &Resource) -> Result<(bool, String)> {
     let builtin = api == "builtin" && BUILTIN_KINDS.contains(&kind.as_str());
     if api == "builtin" && kind == "SortOrderTransformer" {
         return Err(Error::invalid(
-            "unable to load builtin SortOrderTransformer: it is not allowed in `transformers:`; use the top-level `sortOptions` field",
+            "unable to load builtin SortOrderTransformer.builtin.[noGrp] (it is not allowed in `transformers:`; use the top-level `sortOptions` field)",
         ));
     }
     if api == "builtin" && !builtin {
-        return Err(Error::invalid(format!("unable to load builtin {kind}")));
+        return Err(Error::invalid(format!(
+            "unable to load builtin {}",
+            Gvk::from_api_version(api, &kind).go_string()
+        )));
     }
     Ok((builtin, kind))
 }
@@ -354,7 +357,7 @@ pub fn run_transformers(t: &dyn Layer, ra: &mut Accumulator, entries: &[String])
 /// (`PatchTransformer.builtin.[noGrp]/name.[noNs]`).
 fn config_id(obj: &Value) -> ResId {
     let api = s(field(obj, "apiVersion"));
-    let gvk = super::resid::Gvk::from_api_version(&api, &s(field(obj, "kind")));
+    let gvk = Gvk::from_api_version(&api, &s(field(obj, "kind")));
     ResId::new(
         gvk,
         &s(obj.get_path(&["metadata", "name"])),
@@ -832,7 +835,7 @@ pub fn config_from_crd(loader: &Loader, file: &str) -> Result<TransformerConfig>
                 continue;
             }
             let kind = type_name.rsplit('.').next().unwrap_or(type_name);
-            let gvk = super::resid::Gvk::new("", "", kind);
+            let gvk = Gvk::new("", "", kind);
             let mut path = Vec::new();
             collect_crd_refs(defs, &gvk, type_name, &mut path, &mut cfg, 0);
         }
@@ -882,7 +885,7 @@ fn collect_crd_refs(
             let version = p
                 .str_at(&["x-kubernetes-object-ref-api-version"])
                 .unwrap_or("");
-            let target = super::resid::Gvk::new("", version, ref_kind);
+            let target = Gvk::new("", version, ref_kind);
             let fs = spec_at(Some(name_key));
             match cfg.name_reference.iter_mut().find(|r| r.gvk == target) {
                 Some(r) => r.referrers.push(fs),

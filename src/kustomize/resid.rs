@@ -58,6 +58,24 @@ impl Gvk {
         format!("{g}_{v}_{k}")
     }
 
+    /// kyaml's `Gvk.String()`: `Kind.version.group`, with `[noKind]`,
+    /// `[noVer]` and `[noGrp]` for empty parts.
+    pub fn go_string(&self) -> String {
+        let or = |s: &str, none: &str| {
+            if s.is_empty() {
+                none.to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        format!(
+            "{}.{}.{}",
+            or(&self.kind, "[noKind]"),
+            or(&self.version, "[noVer]"),
+            or(&self.group, "[noGrp]")
+        )
+    }
+
     /// True when `self` (a selector) matches `other`: empty fields match anything.
     pub fn selects(&self, other: &Gvk) -> bool {
         (self.group.is_empty() || self.group == other.group)

@@ -614,7 +614,10 @@ pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -
             }
         }
         if !found {
-            let gvks: Vec<String> = specs.iter().map(|f| f.gvk.to_string()).collect();
+            // kustomize's config keeps its field specs sorted by type order
+            let mut sorted: Vec<&Gvk> = specs.iter().map(|f| &f.gvk).collect();
+            sorted.sort_by_key(|g| (super::sort::kind_rank(&g.kind), g.legacy_string()));
+            let gvks: Vec<String> = sorted.iter().map(|g| g.go_string()).collect();
             return Err(Error::invalid(format!(
                 "resource with name {} does not match a config with the following GVK [{}]",
                 e.name,
