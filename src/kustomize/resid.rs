@@ -127,33 +127,12 @@ impl ResId {
     /// kustomize's `ResId.String()`: `Kind.version.group/name.namespace`
     /// with `[noGrp]`/`[noVer]`/`[noNs]` for empty parts.
     pub fn kustomize_string(&self) -> String {
-        let mut s = String::new();
-        s.push_str(if self.gvk.kind.is_empty() {
-            "[noKind]"
-        } else {
-            &self.gvk.kind
-        });
-        s.push('.');
-        s.push_str(if self.gvk.version.is_empty() {
-            "[noVer]"
-        } else {
-            &self.gvk.version
-        });
-        s.push('.');
-        s.push_str(if self.gvk.group.is_empty() {
-            "[noGrp]"
-        } else {
-            &self.gvk.group
-        });
-        s.push('/');
-        s.push_str(&self.name);
-        s.push('.');
-        s.push_str(if self.namespace.is_empty() {
+        let ns = if self.namespace.is_empty() {
             "[noNs]"
         } else {
             &self.namespace
-        });
-        s
+        };
+        format!("{}/{}.{ns}", self.gvk.go_string(), self.name)
     }
 }
 

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use regex::Regex;
 
-use crate::kustomize::resid::ResId;
+use crate::kustomize::resid::{Gvk, ResId};
 use crate::kustomize::yaml::{Mapping, Value};
 
 /// kustomize's `types.Selector`: an id pattern plus label and annotation
@@ -103,10 +103,8 @@ impl Selector {
             }
         };
         format!(
-            "{}.{}.{}/{}.{}",
-            or(&self.kind, "[noKind]"),
-            or(&self.version, "[noVer]"),
-            or(&self.group, "[noGrp]"),
+            "{}/{}.{}",
+            Gvk::new(&self.group, &self.version, &self.kind).go_string(),
             or(&self.name, "[noName]"),
             or(&self.namespace, "[noNs]")
         )
