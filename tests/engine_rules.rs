@@ -1216,6 +1216,133 @@ status:
     assert_eq!(nulls(&json_first).len(), 8, "{json_first}");
 }
 
+// Rule (empty nulls, continued): what makes a null "written as nothing" is
+// its empty text, whatever its tag or collection: `!!null`, `!!null ""`,
+// an alias of one, and `b: ` in a flow map (which prints as `""` when no
+// patch walks it) are dropped too; `null` and `~` stay.
+#[test]
+fn strategic_merge_drops_every_null_of_empty_text() {
+    let resource = "apiVersion: example.com/v1
+kind: Gadget
+metadata:
+  name: one
+spec:
+  b: !!null
+  c: !!null ''
+  f: !!null \"\"
+  g: [!!null , !!null \"\", x, ]
+  h: {a: !!null , b: , c: !!null '', d: null}
+  i:
+  - !!null
+  - !!null \"\"
+  - k: !!null
+  j: &a !!null
+  k: *a
+  l: !!null # comment
+  m: ~
+";
+    let build = |k: &str| {
+        ok(
+            &[("/n/r.yaml", resource), ("/n/kustomization.yaml", k)],
+            "/n",
+        )
+    };
+    let head = "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: one\nspec:\n";
+    let list = "  g:\n  - null\n  - null\n  - x\n";
+    let items = "  i:\n  - null\n  - null\n  - k: null\n";
+    assert_eq!(
+        build("resources: [r.yaml]\n"),
+        format!(
+            "{head}  b: null\n  c: null\n  f: null\n{list}  h:\n    a: null\n    b: \"\"\n    \
+             c: null\n    d: null\n{items}  j: null\n  k: null\n  l: null\n  m: null\n"
+        )
+    );
+    assert_eq!(
+        build(
+            "resources: [r.yaml]\npatches:\n- patch: '{apiVersion: example.com/v1, kind: Gadget, metadata: {name: one}, spec: {z: 1}}'\n"
+        ),
+        format!("{head}{list}  h:\n    d: null\n{items}  m: null\n  z: 1\n")
+    );
+}
+
+// Rule (a map merged into itself): go-yaml registers an anchor where its
+// map starts, so `x: &a {<<: *a, k: v}` is a merge with itself, which kyaml
+// expands to the map; go-yaml v2, which reads JSON patches, gives up, so
+// such a patch is a strategic-merge one.
+#[test]
+fn a_map_merged_into_itself_is_read_in_resources_and_patches() {
+    let resource =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata: &d\n  <<: *d\n  x: y\n";
+    let patch =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata: &d\n  <<: *d\n  q: r\n";
+    let out = ok(
+        &[
+            ("/n/r.yaml", resource),
+            ("/n/p.yaml", patch),
+            (
+                "/n/kustomization.yaml",
+                "resources: [r.yaml]\npatches:\n- path: p.yaml\n",
+            ),
+        ],
+        "/n",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1\ndata:\n  q: r\n  x: \"y\"\nkind: ConfigMap\nmetadata:\n  name: a\n"
+    );
+}
+
+// Rule (annotations of a renaming patch): a `patches` entry allowed to
+// change names or kinds marks its patch with an annotation first, through
+// kustomize's string maps, so that patch's annotations are their text
+// (`~`, `null` and nothing set the annotation to that text instead of
+// deleting it, and `annotations: null` deletes nothing); labels stay as
+// written (their nulls delete).
+#[test]
+fn renaming_patches_read_their_annotations_as_text() {
+    let resource =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    x: y\n";
+    let patch = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    team: ~\n    n: null\n    e:\n    s: 'x'\n  labels:\n    l: ~\n    m:\n";
+    let nulled = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations: null\n";
+    let build = |patch_file: &str, options: &str| {
+        ok(
+            &[
+                ("/n/r.yaml", resource),
+                ("/n/p.yaml", patch),
+                ("/n/null.yaml", nulled),
+                (
+                    "/n/kustomization.yaml",
+                    &format!("resources: [r.yaml]\npatches:\n- path: {patch_file}\n{options}"),
+                ),
+            ],
+            "/n",
+        )
+    };
+    let head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations:\n";
+    assert_eq!(
+        build("p.yaml", ""),
+        format!("{head}    s: x\n    x: \"y\"\n  labels: {{}}\n  name: a\n")
+    );
+    for option in ["allowNameChange", "allowKindChange"] {
+        let options = format!("  options:\n    {option}: true\n");
+        assert_eq!(
+            build("p.yaml", &options),
+            format!(
+                "{head}    e: \"\"\n    \"n\": \"null\"\n    s: x\n    team: \"~\"\n    x: \"y\"\n  labels: {{}}\n  name: a\n"
+            )
+        );
+        assert_eq!(
+            build("null.yaml", &options),
+            format!("{head}    x: \"y\"\n  name: a\n")
+        );
+    }
+    // without the option, `annotations: null` deletes them
+    assert_eq!(
+        build("null.yaml", ""),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+    );
+}
+
 // Rule (annotation values): kustomize prints a resource's annotations from
 // their text (`null` and `~` stay as the strings "null" and "~", nothing
 // becomes ""), but in a strategic-merge patch a null annotation value

@@ -15,7 +15,7 @@ use super::replacement::{mistyped_error, text_and_style};
 use super::resid::{Gvk, ResId};
 use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
 use super::selector::{LabelSelector, Selector};
-use super::yaml::parse::MarkedDocument;
+use super::yaml::parse::{MarkedDocument, PatchMeta};
 use super::yaml::{Value, parse};
 
 /// A selector compiled for matching (kustomize's `SelectorRegex`): every
@@ -287,16 +287,16 @@ fn apply_smp_to(
 
 /// Parses patch text as strategic-merge documents; `None` when it is not
 /// a stream of maps.
-fn parse_smp_docs(text: &str, copy_merge: bool) -> Option<Vec<MarkedDocument>> {
+fn parse_smp_docs(text: &str, meta: PatchMeta) -> Option<Vec<MarkedDocument>> {
     smp_docs(
-        strict_patch_docs(text, copy_merge),
-        parse::parse_documents(text).is_ok(),
+        strict_patch_docs(text, meta),
+        !matches!(JsonView::of(text), JsonView::NotYaml),
     )
 }
 
 /// Patch text read like resources (kyaml), `None` when it does not parse.
-fn strict_patch_docs(text: &str, copy_merge: bool) -> Option<Vec<MarkedDocument>> {
-    parse::parse_patch_documents(text, copy_merge).ok()
+fn strict_patch_docs(text: &str, meta: PatchMeta) -> Option<Vec<MarkedDocument>> {
+    parse::parse_patch_documents(text, meta).ok()
 }
 
 /// Strategic-merge patches from the strict reading of a patch text;
@@ -327,7 +327,7 @@ fn smp_docs(docs: Option<Vec<MarkedDocument>>, lenient_ok: bool) -> Option<Vec<M
 pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<MarkedDocument>> {
     let mut out = Vec::new();
     for e in entries {
-        if let Some(docs) = parse_smp_docs(e, true) {
+        if let Some(docs) = parse_smp_docs(e, PatchMeta::CopiedAsText) {
             out.extend(docs);
             continue;
         }
@@ -336,7 +336,7 @@ pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<M
                 "trouble configuring builtin PatchStrategicMergeTransformer with config: `\npaths:\n- {e}\n`"
             ))
         })?;
-        let docs = parse::parse_patch_documents(&text, true)
+        let docs = parse::parse_patch_documents(&text, PatchMeta::CopiedAsText)
             .map_err(|err| Error::invalid(format!("{e}: {}", err.message)))?;
         out.extend(factory_split(docs, e)?);
     }
@@ -347,7 +347,7 @@ pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<M
 /// more patch documents, never a file name. Text that reads as YAML but
 /// holds no resource is kustomize's `missing Resource metadata`.
 pub fn inline_strategic_merge(text: &str) -> Result<Vec<MarkedDocument>> {
-    parse_smp_docs(text, true).ok_or_else(|| {
+    parse_smp_docs(text, PatchMeta::CopiedAsText).ok_or_else(|| {
         let reason = match parse::parse_documents(text) {
             Ok(_) => "missing Resource metadata".to_string(),
             Err(e) => e.message,
@@ -433,8 +433,14 @@ impl JsonView {
                 Err(_) => JsonView::NotJson,
             };
         }
-        let Ok(mut docs) = parse::parse_documents(text) else {
-            return JsonView::NotYaml;
+        let mut docs = match parse::parse_documents(text) {
+            Ok(docs) => docs,
+            // a map merged into itself: go-yaml v2 gives up, kyaml (which
+            // reads strategic-merge patches) does not
+            Err(e) if e.message.ends_with("value contains itself") => {
+                return JsonView::Other;
+            }
+            Err(_) => return JsonView::NotYaml,
         };
         match docs.drain(..).next() {
             None | Some(Value::Null) => JsonView::Null,
@@ -494,7 +500,14 @@ pub fn apply_patch_entry(
     // resource patch and no operations is a JSON patch of nothing, which
     // needs a target. With a target, kustomize applies the patch through
     // its resource map, which copies labels and annotations as text first.
-    let strict = strict_patch_docs(&text, target.is_some());
+    let meta = if target.is_some() {
+        PatchMeta::CopiedAsText
+    } else if p.allow_name_change || p.allow_kind_change {
+        PatchMeta::AnnotationsAsText
+    } else {
+        PatchMeta::AsWritten
+    };
+    let strict = strict_patch_docs(&text, meta);
     let json = JsonView::of(&text);
     let empty_smp = strict.as_ref().is_some_and(|docs| {
         docs.iter().all(|d| match &d.value {

@@ -32,9 +32,9 @@ pub(super) struct DocReader<'a> {
     /// A strategic-merge patch: null annotation values are nulls (they
     /// delete), not their text.
     pub(super) patch: bool,
-    /// Labels and annotations are read as their text, nulls included (a
-    /// patch kustomize copies through `GetLabels`/`SetLabels`).
-    pub(super) meta_text: bool,
+    /// Which of a patch's labels and annotations are read as their text,
+    /// nulls included (see [`PatchMeta`]).
+    pub(super) meta_text: PatchMeta,
     /// Record the paths and texts of the typed scalars whose text is not
     /// how their value prints (`0600`, `1.50`, `True`, `~`, a timestamp,
     /// `!!binary`): kyaml keeps a scalar's text, and a replacement or a
@@ -53,7 +53,7 @@ impl<'a> DocReader<'a> {
             finished: false,
             cursor: (0, 0),
             patch: false,
-            meta_text: false,
+            meta_text: PatchMeta::AsWritten,
             written: false,
         }
     }
@@ -117,9 +117,21 @@ impl<'a> DocReader<'a> {
                         b.scalar(value, style, anchor, tag.as_deref(), span)
                     }
                 }
-                Event::Alias(id) => b.alias(id, span),
-                Event::SequenceStart(anchor, _) => b.open(false, anchor, span),
-                Event::MappingStart(anchor, _) => b.open(true, anchor, span),
+                Event::Alias(id) => b.alias(id, span).map_err(|mut e| {
+                    if e.message == CONTAINS_ITSELF {
+                        let name = anchor_name_at(self.src, span.start.line(), span.start.col());
+                        e.message = format!("yaml: anchor '{name}' value contains itself");
+                    }
+                    e
+                }),
+                Event::SequenceStart(anchor, _) => {
+                    let bracket = self.opens_with_bracket(span);
+                    b.open(false, anchor, span, bracket)
+                }
+                Event::MappingStart(anchor, _) => {
+                    let bracket = self.opens_with_bracket(span);
+                    b.open(true, anchor, span, bracket)
+                }
                 Event::SequenceEnd | Event::MappingEnd => b.close(span),
             };
             if let Err(mut e) = res {
@@ -270,6 +282,16 @@ impl<'a> DocReader<'a> {
         false
     }
 
+    /// Whether a collection's start event is a flow one: its span ends
+    /// with the `[` or `{` (it starts at an anchor or tag written before).
+    fn opens_with_bracket(&mut self, span: Span) -> bool {
+        if span.end.index() <= span.start.index() {
+            return false;
+        }
+        let end = self.byte_index(span.end.index());
+        self.src.get(..end).is_some_and(|s| s.ends_with(['[', '{']))
+    }
+
     /// Byte offset of a character offset (saphyr counts characters).
     pub(super) fn byte_index(&mut self, char_idx: usize) -> usize {
         let (mut c, mut b) = self.cursor;
@@ -403,6 +425,9 @@ impl<'a> DocReader<'a> {
     }
 }
 
+/// An alias inside its own anchor (the name is filled in by the reader).
+const CONTAINS_ITSELF: &str = "yaml: anchor value contains itself";
+
 /// The anchor name written at a position (for the unknown-anchor message).
 pub(super) fn anchor_name_at(src: &str, line: usize, col: usize) -> String {
     let text = src.lines().nth(line.saturating_sub(1)).unwrap_or("");
@@ -511,7 +536,7 @@ pub(super) struct Builder {
     /// See `DocReader::patch`.
     pub(super) patch: bool,
     /// See `DocReader::meta_text`.
-    pub(super) meta_text: bool,
+    pub(super) meta_text: PatchMeta,
     /// See `DocReader::written` (`None`: not recorded).
     pub(super) written: Option<Vec<(Vec<PathSeg>, String)>>,
 }
@@ -520,7 +545,7 @@ impl Builder {
     pub(super) fn new(mode: Mode) -> Self {
         Builder {
             patch: false,
-            meta_text: false,
+            meta_text: PatchMeta::AsWritten,
             written: None,
             mode,
             stack: Vec::new(),
@@ -593,7 +618,8 @@ impl Builder {
             (Some(root), Some(meta)) => {
                 pending_is(root, "metadata")
                     && (pending_is(meta, "annotations")
-                        || (self.meta_text && pending_is(meta, "labels")))
+                        || (self.meta_text == PatchMeta::CopiedAsText
+                            && pending_is(meta, "labels")))
             }
             _ => false,
         }
@@ -646,7 +672,7 @@ impl Builder {
                 line,
                 ..KeyMeta::default()
             };
-            let node = if self.meta_text {
+            let node = if self.meta_text != PatchMeta::AsWritten {
                 N::Str(value.into_owned())
             } else if self.patch && plain_null {
                 N::Null
@@ -692,14 +718,14 @@ impl Builder {
                     s.tag = RTag::Str;
                 }
             }
-            if self.mode == Mode::Strict
-                && !is_key
-                && tag.is_none()
-                && style == ScalarStyle::Plain
-                && value.is_empty()
-                && matches!(s.node, N::Null)
-            {
-                s.node = N::EmptyNull;
+            // (kyaml drops any null of empty text: `key:`, `key: !!null`,
+            // `key: !!null ""`; `null` and `~` stay)
+            if self.mode == Mode::Strict && !is_key && value.is_empty() {
+                match &mut s.node {
+                    N::Null => s.node = N::EmptyNull,
+                    N::Requoted(b) if matches!(b.0, N::Null) => b.0 = N::EmptyNull,
+                    _ => {}
+                }
             }
             match &s.node {
                 N::Float(f) if !f.is_finite() => self.json_problem = true,
@@ -774,11 +800,7 @@ impl Builder {
     pub(super) fn alias(&mut self, id: usize, span: Span) -> Result<(), ParseError> {
         let line = to_u32(span.start.line());
         let Some(a) = self.anchors.get(&id) else {
-            return Err(ParseError::new(
-                "yaml: unknown anchor referenced",
-                span.start.line(),
-                span.start.col() + 1,
-            ));
+            return self.alias_to_open(id, span);
         };
         let size = a.size;
         let is_key = self.expecting_key();
@@ -817,11 +839,57 @@ impl Builder {
         self.complete(done, 0)
     }
 
+    /// An alias whose anchor is not complete yet: go-yaml registers an
+    /// anchor where its collection starts. kyaml merges a map into itself
+    /// as a no-op (`x: &a {<<: *a, k: v}`, also as an item of the merge
+    /// list); any other alias inside its own anchor makes a structure that
+    /// contains itself, which kustomize never finishes expanding.
+    fn alias_to_open(&mut self, id: usize, span: Span) -> Result<(), ParseError> {
+        let (line, col) = (span.start.line(), span.start.col() + 1);
+        let Some(i) = self.stack.iter().rposition(|f| f.anchor == id) else {
+            return Err(ParseError::new(
+                "yaml: unknown anchor referenced",
+                line,
+                col,
+            ));
+        };
+        let merging = |f: &Frame| {
+            matches!(
+                f.body,
+                Body::Map(MapBody {
+                    pending: Some(PendingKey { merge: true, .. }),
+                    ..
+                })
+            )
+        };
+        let n = self.stack.len();
+        let self_merge = self.mode == Mode::Strict
+            && (i + 1 == n && merging(&self.stack[i])
+                || i + 2 == n && self.top_is_merge_seq() && merging(&self.stack[i]));
+        if !self_merge {
+            return Err(ParseError::new(CONTAINS_ITSELF, line, col));
+        }
+        let done = Done {
+            node: N::Map(Vec::new()),
+            meta: KeyMeta {
+                line: to_u32(line),
+                ..KeyMeta::default()
+            },
+            merge: false,
+            via_alias: true,
+            item_alias: Vec::new(),
+            end_line: content_end_line(span),
+            requote: None,
+        };
+        self.complete(done, 0)
+    }
+
     pub(super) fn open(
         &mut self,
         is_map: bool,
         anchor: usize,
         span: Span,
+        bracket: bool,
     ) -> Result<(), ParseError> {
         if self.stack.len() >= MAX_DEPTH {
             let line = span.start.line();
@@ -841,11 +909,10 @@ impl Builder {
         let ann_raw = ann || (parent_raw && merge_value) || (parent_raw && in_merge_seq && is_map);
         let ann_value = parent_raw && !is_key && !merge_value && !in_merge_seq;
         let track_alias = !is_map && merge_value;
-        // Flow collections start with a one-character `[` / `{` token; block
-        // ones with an empty span. A single-pair mapping inside a flow
-        // sequence (`[a: b]`) has no bracket but is a flow mapping too.
-        let flow =
-            span.end.index() > span.start.index() || self.stack.last().is_some_and(|f| f.flow);
+        // Flow collections start with a `[` / `{` token. A single-pair
+        // mapping inside a flow sequence (`[a: b]`) has no bracket but is a
+        // flow mapping too.
+        let flow = bracket || self.stack.last().is_some_and(|f| f.flow);
         let line = to_u32(span.start.line());
         self.total += 1;
         self.stack.push(Frame {

@@ -91,6 +91,71 @@ pub(super) fn patch_dash_in_flow(text: &str, e: &ParseError, line_offset: usize)
     Some(out)
 }
 
+/// saphyr rejects a continuation line of a quoted scalar that is not
+/// indented past the enclosing block (`value: 'a` then `b'` at the key's
+/// column), which libyaml reads like any other folded line. Given that
+/// error (reported at the opening quote), returns the text with those
+/// lines indented to the quote's column: leading spaces of a continuation
+/// line are folded away, and line numbers stay the same.
+pub(super) fn patch_quoted_indent(
+    text: &str,
+    e: &ParseError,
+    line_offset: usize,
+) -> Option<String> {
+    if !e.message.ends_with("found unexpected end of stream") {
+        return None;
+    }
+    let start = line_start(text, e.line.checked_sub(line_offset)?)?;
+    let col = e.column.checked_sub(1)?;
+    let (off, quote) = text[start..].char_indices().nth(col)?;
+    if quote != '\'' && quote != '"' {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut i = start + off + 1;
+    let mut lines = Vec::new();
+    loop {
+        match *bytes.get(i)? {
+            b'\'' if quote == '\'' && bytes.get(i + 1) == Some(&b'\'') => i += 2,
+            b'\'' if quote == '\'' => break,
+            b'"' if quote == '"' => break,
+            b'\\' if quote == '"' => {
+                if bytes.get(i + 1) == Some(&b'\n') {
+                    lines.push(i + 2);
+                }
+                i += 2;
+            }
+            b'\n' => {
+                lines.push(i + 1);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut copied = 0;
+    for at in lines {
+        let line = &text[at..];
+        let spaces = line.len() - line.trim_start_matches(' ').len();
+        let content = line[spaces..].split('\n').next().unwrap_or("");
+        if content.trim().is_empty() || spaces > col {
+            continue;
+        }
+        if spaces == 0 && (content.starts_with("---") || content.starts_with("...")) {
+            // a document marker ends the scalar for libyaml too (an error)
+            return None;
+        }
+        out.push_str(&text[copied..at]);
+        out.extend(std::iter::repeat_n(' ', col + 1 - spaces));
+        copied = at;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
 /// Byte offset where 1-based `line` of `text` starts.
 fn line_start(text: &str, line: usize) -> Option<usize> {
     if line <= 1 {

@@ -124,6 +124,7 @@ pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
                     if retries < MAX_RETRIES
                         && let Some(patched) = patch_tab_after_colon(&text, &e, 0)
                             .or_else(|| patch_dash_in_flow(&text, &e, 0))
+                            .or_else(|| patch_quoted_indent(&text, &e, 0))
                     {
                         retries += 1;
                         text = Cow::Owned(patched);
@@ -158,32 +159,51 @@ pub fn parse_documents_strict(src: &str) -> Result<Vec<Value>, ParseError> {
 /// [`MarkedDocument::written`]; kustomize finds a patch's target by the
 /// text of its `metadata.name`).
 ///
-/// `copy_merge`: for the patches kustomize applies through its resource
-/// map (`patchesStrategicMerge`, and `patches` entries with a target), it
-/// first copies the patch's labels and annotations through string maps,
-/// so every value is its source text (`null`, `~`, `1.50` stay as
-/// written; a map or list value is empty), and labels or annotations left
-/// without entries are dropped from the patch.
+/// `meta`: how much of the patch's labels and annotations kustomize
+/// rewrote through string maps before merging (see [`PatchMeta`]).
 pub fn parse_patch_documents(
     src: &str,
-    copy_merge: bool,
+    meta: PatchMeta,
 ) -> Result<Vec<MarkedDocument>, ParseError> {
-    let mut docs = parse_strict_with(src, false, true, true, copy_merge)?;
-    if copy_merge {
+    let mut docs = parse_strict_with(src, false, true, true, meta)?;
+    if meta != PatchMeta::AsWritten {
         for d in &mut docs {
-            copy_meta_as_text(&mut d.value);
+            copy_meta_as_text(&mut d.value, meta);
         }
     }
     Ok(docs)
 }
 
+/// What kustomize did to a strategic-merge patch's labels and annotations
+/// before merging it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchMeta {
+    /// Nothing: a null value (`null`, `~` or nothing) deletes.
+    AsWritten,
+    /// The annotations went through `GetAnnotations`/`SetAnnotations` (a
+    /// `patches` entry with `allowNameChange` or `allowKindChange` marks
+    /// its patch with an annotation): every value is its source text, a
+    /// map or list value is empty, and a null `annotations` is gone.
+    AnnotationsAsText,
+    /// Labels and annotations alike, as for the patches kustomize applies
+    /// through its resource map (`patchesStrategicMerge`, and `patches`
+    /// entries with a target); labels or annotations left without entries
+    /// are dropped from the patch.
+    CopiedAsText,
+}
+
 /// kustomize's copy of a patch's labels and annotations through string
-/// maps (see [`parse_patch_documents`]).
-fn copy_meta_as_text(v: &mut Value) {
+/// maps (see [`PatchMeta`]).
+fn copy_meta_as_text(v: &mut Value, how: PatchMeta) {
     let Some(meta) = v.get_mut("metadata").and_then(Value::as_map_mut) else {
         return;
     };
-    for field in ["labels", "annotations"] {
+    let fields: &[&str] = match how {
+        PatchMeta::AsWritten => &[],
+        PatchMeta::AnnotationsAsText => &["annotations"],
+        PatchMeta::CopiedAsText => &["labels", "annotations"],
+    };
+    for &field in fields {
         let keep = match meta.get_mut(field) {
             None => continue,
             Some(Value::Map(m)) => {
@@ -236,7 +256,7 @@ impl MarkedDocument {
 }
 
 fn parse_strict(src: &str, mark: bool, patch: bool) -> Result<Vec<MarkedDocument>, ParseError> {
-    parse_strict_with(src, mark, mark, patch, false)
+    parse_strict_with(src, mark, mark, patch, PatchMeta::AsWritten)
 }
 
 /// A strategic-merge patch's top-level fields always merge into the target
@@ -259,7 +279,7 @@ fn parse_strict_with(
     mark: bool,
     written: bool,
     patch: bool,
-    meta_text: bool,
+    meta_text: PatchMeta,
 ) -> Result<Vec<MarkedDocument>, ParseError> {
     let text = normalize_newlines(src);
     let chunks = split_chunks(&text)?;
@@ -297,6 +317,7 @@ fn parse_strict_with(
                     let again = if retries < MAX_RETRIES {
                         patch_tab_after_colon(piece.text, &e, chunk.line_offset)
                             .or_else(|| patch_dash_in_flow(piece.text, &e, chunk.line_offset))
+                            .or_else(|| patch_quoted_indent(piece.text, &e, chunk.line_offset))
                     } else {
                         None
                     };

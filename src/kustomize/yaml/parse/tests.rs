@@ -354,6 +354,26 @@ fn re_encoding_quotes_some_scalars_in_flow_collections() {
     let v = spec("  x: &e\n  y: [*e]\n  z: *e\n");
     assert_eq!(v.get("y"), Some(&Value::Seq(vec![s("")])));
     assert_eq!(v.get("z"), Some(&Value::Null));
+    // a block collection with an anchor or a tag is still a block one
+    let v = spec(
+        "  g: &q
+    k: 
+    t: 2001-12-14 21:59:43
+  h: !!seq
+  - 
+  i: &r [2001-12-14 21:59:43, {k: }]
+",
+    );
+    assert_eq!(v.get_path(&["g", "k"]), Some(&Value::Null));
+    assert_eq!(v.get_path(&["g", "t"]), Some(&s("2001-12-14T21:59:43Z")));
+    assert_eq!(v.get("h"), Some(&Value::Seq(vec![Value::Null])));
+    assert_eq!(
+        v.get("i"),
+        Some(&Value::Seq(vec![
+            s("2001-12-14 21:59:43"),
+            pair("k", s(""))
+        ]))
+    );
 }
 
 #[test]
@@ -1099,5 +1119,59 @@ fn typed_scalars_keep_the_text_they_do_not_print_as() {
     assert_eq!(
         parse_documents_strict("spec:\n  mode: 0600\n").map(|d| d.len()),
         Ok(1)
+    );
+}
+
+#[test]
+fn quoted_scalars_continue_at_any_indentation() {
+    // libyaml folds a continuation line of a quoted scalar wherever it
+    // starts; saphyr wants it past the enclosing block
+    let v = spec("  a: 'x\n y'\n  b: \"p\n q \\\n r\"\n  c: 'é\nb'  # c\n  d: 'x\n\n y'\n");
+    assert_eq!(v.get("a"), Some(&s("x y")));
+    assert_eq!(v.get("b"), Some(&s("p q r")));
+    assert_eq!(v.get("c"), Some(&s("é b")));
+    assert_eq!(v.get("d"), Some(&s("x\ny")));
+    let v = spec("  - k: 'a\n  b'\n    n: \"c\n d\"\n");
+    assert_eq!(v, Value::Seq(vec![strict("k: a b\nn: c d\n")[0].clone()]));
+    // kustomization files (go-yaml v2) too
+    assert_eq!(
+        lenient("a:\n- b: 'x\n  y'\n")[0],
+        lenient("a:\n- b: x y\n")[0]
+    );
+    // an unclosed scalar and a document marker inside one still fail
+    let msg = "yaml: line 6: found unexpected end of stream";
+    assert_eq!(
+        strict_err(&format!("{HEAD}spec:\n  a: 'open\n")).message,
+        msg
+    );
+    assert_eq!(
+        strict_err(&format!("{HEAD}spec:\n  a: 'x\n---\n  y'\n")).message,
+        msg
+    );
+}
+
+#[test]
+fn a_map_merged_into_itself_adds_nothing() {
+    // go-yaml registers an anchor where its collection starts, and kyaml's
+    // DeAnchor then merges the map with itself
+    assert_eq!(
+        spec("  a: &x\n    <<: *x\n    k: 1\n"),
+        spec("  a:\n    k: 1\n")
+    );
+    assert_eq!(spec("  a: &x {<<: *x, k: v}\n"), spec("  a: {k: v}\n"));
+    assert_eq!(
+        spec("  y: &y {q: 1}\n  a: &x\n    <<: [*y, *x]\n    k: 1\n  b: *x\n"),
+        spec("  y: {q: 1}\n  a: {k: 1, q: 1}\n  b: {k: 1, q: 1}\n")
+    );
+    // anything else inside its own anchor never ends (kustomize overflows
+    // its stack): an error
+    for body in ["  a: &x\n    k: 1\n    b: *x\n", "  a: &x [1, *x]\n"] {
+        let e = strict_err(&format!("{HEAD}spec:\n{body}"));
+        assert_eq!(e.message, "yaml: anchor 'x' value contains itself");
+    }
+    // go-yaml v2 (kustomization files) refuses a self merge too
+    assert_eq!(
+        lenient_err("commonLabels: &c\n  <<: *c\n  a: b\n"),
+        "yaml: anchor 'c' value contains itself"
     );
 }
