@@ -1218,8 +1218,8 @@ status:
 
 // Rule (empty nulls, continued): what makes a null "written as nothing" is
 // its empty text, whatever its tag or collection: `!!null`, `!!null ""`,
-// an alias of one, and `b: ` in a flow map (which prints as `""` when no
-// patch walks it) are dropped too; `null` and `~` stay.
+// an alias of one, and `b: ` in a flow map (which prints as `""`) are
+// dropped too where the merge walks; `null` and `~` stay.
 #[test]
 fn strategic_merge_drops_every_null_of_empty_text() {
     let resource = "apiVersion: example.com/v1
@@ -1240,6 +1240,8 @@ spec:
   k: *a
   l: !!null # comment
   m: ~
+  n:
+  - {x: 1, b}
 ";
     let build = |k: &str| {
         ok(
@@ -1250,18 +1252,20 @@ spec:
     let head = "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: one\nspec:\n";
     let list = "  g:\n  - null\n  - null\n  - x\n";
     let items = "  i:\n  - null\n  - null\n  - k: null\n";
+    // (a list the merge does not walk keeps it, `""` in a flow map)
+    let kept = "  \"n\":\n  - b: \"\"\n    x: 1\n";
     assert_eq!(
         build("resources: [r.yaml]\n"),
         format!(
             "{head}  b: null\n  c: null\n  f: null\n{list}  h:\n    a: null\n    b: \"\"\n    \
-             c: null\n    d: null\n{items}  j: null\n  k: null\n  l: null\n  m: null\n"
+             c: null\n    d: null\n{items}  j: null\n  k: null\n  l: null\n  m: null\n{kept}"
         )
     );
     assert_eq!(
         build(
             "resources: [r.yaml]\npatches:\n- patch: '{apiVersion: example.com/v1, kind: Gadget, metadata: {name: one}, spec: {z: 1}}'\n"
         ),
-        format!("{head}{list}  h:\n    d: null\n{items}  m: null\n  z: 1\n")
+        format!("{head}{list}  h:\n    d: null\n{items}  m: null\n{kept}  z: 1\n")
     );
 }
 

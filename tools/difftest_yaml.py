@@ -166,6 +166,9 @@ class Gen:
         r = self.r
         self.counter += 1
         k = r.random()
+        if k < 0.05:
+            # strings to go-yaml v3 that YAML 1.1 readers take for booleans
+            return r.choice(["on", "y", "yes", "n", "off", "NO", "Y", "True2"]) + str(self.counter % 3 or "")
         if k < 0.95:
             return f"{r.choice(['k', 'key', 'field', 'a', 'z', 'item', 'Port', 'camelCase', 'with-dash', 'with_under', 'dot.ted', 'sl/ash'])}{self.counter}"
         if k < 0.99:
@@ -189,12 +192,31 @@ class Gen:
         if depth < 3 and c < 0.38:
             ind = indent if (self.compact and not in_seq) else indent + self.step
             return self.block_seq(ind, depth + 1, anchor)
+        if depth < 3 and c < 0.43:
+            return " " + anchor + self.flow_multiline(indent)
         s = self.scalar_text(indent)
         if s.startswith("*"):
             return " " + s
         if anchor and (s.startswith("|") or s.startswith(">")):
             anchor = ""
         return " " + anchor + s
+
+    def flow_multiline(self, indent):
+        """A flow collection over several lines, with comments."""
+        r = self.r
+        inner = " " * (indent + self.step)
+        seq = r.random() < 0.5
+        items = []
+        for _ in range(r.randint(1, 4)):
+            v = r.choice(PLAIN_STRINGS[:12] + NUMBERS[:10] + BOOLS[:6] + ['"q u"', "'s'", "[x, y]", "{a: b}", ""])
+            if not seq:
+                v = f"{self.key()}: {v}"
+            items.append(v)
+        sep = "," + r.choice(["\n" + inner, " ", "\n" + inner + "# c\n" + inner])
+        close = " " * (indent + r.choice([self.step, self.step + 1]))
+        body = sep.join(items) + (r.choice([",", ""]) if seq else "")
+        o, c = ("[", "]") if seq else ("{", "}")
+        return f"{o}\n{inner}{body}\n{close}{c}"
 
     def comment(self, pad):
         return f"{pad}# {self.r.choice(['note', 'TODO: x', 'key: value', '- item', ''])}\n"
@@ -212,6 +234,10 @@ class Gen:
             if r.random() < 0.08:
                 out.append("\n" + self.comment(pad).rstrip("\n"))
             v = self.value(indent, depth)
+            if r.random() < 0.03 and not v.startswith("\n"):
+                # an explicit key
+                out.append(f"\n{pad}? {self.key()}\n{pad}:{v}")
+                continue
             line = f"\n{pad}{self.key()}:{v}"
             if not v.startswith("\n") and "\n" not in v and r.random() < 0.1:
                 line += "  # trailing"
@@ -225,6 +251,11 @@ class Gen:
         if anchor:
             out.append(" " + anchor.strip())
         for _ in range(r.randint(1, 4)):
+            if r.random() < 0.08:
+                # a sequence in a sequence item, on the dash line
+                vals = [r.choice(PLAIN_STRINGS[:12] + NUMBERS[:8]) for _ in range(r.randint(1, 3))]
+                out.append(f"\n{pad}- - " + f"\n{pad}  - ".join(vals))
+                continue
             if r.random() < 0.3 and depth < 3:
                 # a map in a sequence item: first key on the dash line
                 inner = self.block_map(indent + 2, depth + 1)
@@ -283,6 +314,13 @@ class Tree:
             text += "...\n"
         if r.random() < 0.1:
             text += "---\n"
+        c = r.random()
+        if c < 0.03:
+            text = "%YAML 1.1\n---\n" + text.removeprefix("---\n")
+        elif c < 0.06:
+            text = "\ufeff" + text
+        elif c < 0.09:
+            text = text.replace("\n", "\r\n")
         self.files["app/resources.yaml"] = text
         k = ["resources:", "- resources.yaml"]
         c = r.random

@@ -10,7 +10,7 @@ use super::function::bookkeeping_annotations;
 use super::kustomization::PatchEntry;
 use super::loader::Loader;
 use super::openapi::Schema;
-use super::patch::{EMPTY_NULL_MARK, apply_json6902, strategic_merge_owned};
+use super::patch::{EMPTY_NULL_MARK, EMPTY_TEXT_NULL_MARK, apply_json6902, strategic_merge_owned};
 use super::replacement::{mistyped_error, text_and_style};
 use super::resid::{Gvk, ResId};
 use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
@@ -142,21 +142,30 @@ fn mark_empty_nulls(r: &mut Resource) -> bool {
         // (annotations written as nothing are kept as "" text)
         if matches!(p.last(), Some(PathSeg::Key(_)))
             && let Some(v) = value_at_mut(&mut r.obj, p)
-            && (v.is_null() || v.as_str() == Some(""))
         {
-            *v = Value::String(EMPTY_NULL_MARK.to_string());
+            let mark = match v {
+                Value::Null => EMPTY_NULL_MARK,
+                Value::String(s) if s.is_empty() => EMPTY_TEXT_NULL_MARK,
+                _ => continue,
+            };
+            *v = Value::String(mark.to_string());
             any = true;
         }
     }
     any
 }
 
-/// Turns the marks a merge kept back into nulls; returns their paths.
+/// Turns the marks a merge kept back into what they stood for; returns
+/// their paths.
 fn unmark_empty_nulls(v: &mut Value) -> Vec<Vec<PathSeg>> {
     fn walk(v: &mut Value, path: &mut Vec<PathSeg>, out: &mut Vec<Vec<PathSeg>>) {
         match v {
-            Value::String(s) if s == EMPTY_NULL_MARK => {
-                *v = Value::Null;
+            Value::String(s) if s == EMPTY_NULL_MARK || s == EMPTY_TEXT_NULL_MARK => {
+                *v = if s == EMPTY_NULL_MARK {
+                    Value::Null
+                } else {
+                    Value::String(String::new())
+                };
                 out.push(path.clone());
             }
             Value::Map(m) => {

@@ -179,8 +179,12 @@ struct Walker<'s> {
 /// them (see `Resource::empty_nulls`).
 pub const EMPTY_NULL_MARK: &str = "\u{0}krmsync:empty-null\u{0}";
 
+/// [`EMPTY_NULL_MARK`] for such a null that reads as `""` where it stands
+/// (in a flow collection, or an annotation value).
+pub const EMPTY_TEXT_NULL_MARK: &str = "\u{0}krmsync:empty-text-null\u{0}";
+
 fn is_empty_null(v: &Value) -> bool {
-    matches!(v, Value::String(s) if s == EMPTY_NULL_MARK)
+    matches!(v, Value::String(s) if s == EMPTY_NULL_MARK || s == EMPTY_TEXT_NULL_MARK)
 }
 
 impl<'s> Walker<'s> {

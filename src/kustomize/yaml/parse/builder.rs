@@ -648,6 +648,27 @@ impl Builder {
         Ok(())
     }
 
+    /// libyaml ends a plain scalar at a `?` inside a flow collection (the
+    /// indicator of an explicit key, which cannot follow a scalar): the
+    /// error its parser reports for the enclosing collection.
+    fn question_mark_in_flow(&self) -> Result<(), ParseError> {
+        let Some(f) = self.stack.last().filter(|f| f.flow) else {
+            return Ok(());
+        };
+        let problem = match f.body {
+            Body::Map(_) => "did not find expected ',' or '}'",
+            Body::Seq(_) => "did not find expected ',' or ']'",
+        };
+        // numbered by the 0-based line where the collection starts
+        let line0 = f.line.saturating_sub(1);
+        let message = if line0 > 0 {
+            format!("yaml: line {line0}: {problem}")
+        } else {
+            format!("yaml: {problem}")
+        };
+        Err(ParseError::new(message, f.line as usize, 0))
+    }
+
     pub(super) fn scalar(
         &mut self,
         value: Cow<'_, str>,
@@ -658,6 +679,9 @@ impl Builder {
     ) -> Result<(), ParseError> {
         let line = to_u32(span.start.line());
         let end_line = content_end_line(span);
+        if style == ScalarStyle::Plain && value.chars().skip(1).any(|c| c == '?') {
+            self.question_mark_in_flow()?;
+        }
         let is_key = self.expecting_key();
         self.total += 1;
         let mut requote = None;
@@ -709,7 +733,9 @@ impl Builder {
             if self.mode == Mode::Strict && tag.is_none() && style == ScalarStyle::Plain {
                 requote = match s.tag {
                     RTag::Timestamp if value.contains(':') => Some(Requote::Colon),
-                    RTag::Null if value.is_empty() => Some(Requote::Empty),
+                    // (a patch's null is a null to the merge, which drops
+                    // it where it walks)
+                    RTag::Null if value.is_empty() && !self.patch => Some(Requote::Empty),
                     _ => None,
                 };
                 if requote.is_some_and(|r| self.requotes(r, is_key)) {

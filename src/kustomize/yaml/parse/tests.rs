@@ -1175,3 +1175,28 @@ fn a_map_merged_into_itself_adds_nothing() {
         "yaml: anchor 'c' value contains itself"
     );
 }
+
+#[test]
+fn a_question_mark_ends_a_plain_scalar_in_flow_collections() {
+    let err = |body: &str| strict_err(&format!("{HEAD}spec:\n{body}")).message;
+    assert_eq!(
+        err("  a: {\n    b: http://x/y?z=1,\n  }\n"),
+        "yaml: line 5: did not find expected ',' or '}'"
+    );
+    assert_eq!(
+        err("  a: [x?y]\n"),
+        "yaml: line 5: did not find expected ',' or ']'"
+    );
+    assert_eq!(
+        err("  a: [b, {c: d?e}]\n"),
+        "yaml: line 5: did not find expected ',' or '}'"
+    );
+    assert_eq!(
+        lenient_err("a: [x?y]\n"),
+        "yaml: did not find expected ',' or ']'"
+    );
+    // outside flow collections, and quoted, it is text
+    let v = spec("  a: x?y\n  b: ['x?y', \"?\"]\n");
+    assert_eq!(v.get("a"), Some(&s("x?y")));
+    assert_eq!(v.get("b"), Some(&Value::Seq(vec![s("x?y"), s("?")])));
+}
