@@ -59,3 +59,11 @@ fn random_trees_build_like_kubectl_kustomize() {
 fn random_helm_charts_build_like_kubectl_kustomize() {
     forty_trees("difftest_helm.py", "difftest-helm", 2_000_000);
 }
+
+/// The same for how resource files are written (`tools/difftest_yaml.py`):
+/// scalar styles, tags, anchors, flow collections, comments and markers,
+/// carried through transformers and patches.
+#[test]
+fn random_yaml_syntax_builds_like_kubectl_kustomize() {
+    forty_trees("difftest_yaml.py", "difftest-yaml", 3_000_000);
+}
