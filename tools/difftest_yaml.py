@@ -20,6 +20,8 @@ written, since `krmsync build` must print the same bytes:
     numbers, booleans or quoted text;
   * comments everywhere, document markers (`---`, `...`), several documents
     per file, varied indentation widths;
+  * Deployments whose containers (merged by name) carry such values in
+    images, args and env, patched container by container;
   * transformers that re-write the resources: name prefixes, namespaces,
     labels, annotations, strategic-merge and JSON patches carrying random
     scalars, replacements copying them, generators with such literals.
@@ -283,12 +285,53 @@ def resource(g, kind, name, r):
         if r.random() < 0.3:
             head += f"{' ' * g.step}labels:\n{' ' * 2 * g.step}app: {r.choice(['web', json.dumps('1'), 'on', json.dumps('yes')])}\n"
         return head + "data:\n" + "\n".join(data) + "\n"
+    if kind == "Deployment":
+        return deployment(g, name, r)
     doc = f"apiVersion: example.com/v1\nkind: {kind}\nmetadata:\n{' ' * g.step}name: {name}\nspec:{body}\n"
     if r.random() < 0.2:
         doc = "# leading comment\n" + doc
     if r.random() < 0.15:
         doc = doc.replace("kind:", "kind:   ", 1)
     return doc
+
+
+def scalar_value(g, indent):
+    """A scalar for a field that must hold one (no alias, no collection)."""
+    v = g.scalar_text(indent)
+    if v.startswith(("*", "{", "[", "!!map", "!custom [")):
+        return '"x"'
+    return v
+
+
+def containers(g, r, indent, names, patch=False):
+    """Block list of containers (merged by name in strategic merges)."""
+    pad = " " * indent
+    out = []
+    for n in names:
+        lines = [f"{pad}- name: {n}"]
+        inner = pad + "  "
+        if not patch or r.random() < 0.5:
+            lines.append(f"{inner}image: {scalar_value(g, indent + 2)}")
+        if r.random() < 0.6:
+            lines.append(f"{inner}args:")
+            for _ in range(r.randint(1, 3)):
+                lines.append(f"{inner}- {scalar_value(g, indent + 4)}")
+        if r.random() < 0.7:
+            lines.append(f"{inner}env:")
+            for k in r.sample(range(4), r.randint(1, 3)):
+                lines.append(f"{inner}- name: E{k}")
+                lines.append(f"{inner}  value: {scalar_value(g, indent + 4)}")
+        if r.random() < 0.3:
+            lines.append(f"{inner}extra:{g.block_map(indent + 4, 2)}")
+        out.append("\n".join(lines))
+    return "\n".join(out) + "\n"
+
+
+def deployment(g, name, r):
+    return (
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  template:\n"
+        f"    spec:\n      containers:\n" + containers(g, r, 6, ["c0", "c1"][: r.randint(1, 2)])
+    )
 
 
 class Tree:
@@ -302,7 +345,7 @@ class Tree:
         names = []
         for i in range(r.randint(1, 3)):
             g = Gen(r)
-            kind = r.choice(["Widget", "Gadget", "ConfigMap"])
+            kind = r.choice(["Widget", "Gadget", "ConfigMap", "Deployment"])
             name = f"{r.choice(['one', 'two', 'three'])}-{i}"
             names.append((kind, name))
             docs.append(resource(g, kind, name, r))
@@ -336,8 +379,12 @@ class Tree:
             kind, name = r.choice(names)
             g = Gen(r)
             field = "data" if kind == "ConfigMap" else "spec"
-            patch = f"apiVersion: {'v1' if kind == 'ConfigMap' else 'example.com/v1'}\nkind: {kind}\nmetadata:\n  name: {name}\n{field}:"
-            if kind == "ConfigMap":
+            api = {"ConfigMap": "v1", "Deployment": "apps/v1"}.get(kind, "example.com/v1")
+            patch = f"apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n{field}:"
+            if kind == "Deployment":
+                names_ = r.sample(["c0", "c1", "c2"], r.randint(1, 2))
+                patch += "\n  template:\n    spec:\n      containers:\n" + containers(g, r, 6, names_, patch=True)
+            elif kind == "ConfigMap":
                 s = g.scalar_text(2)
                 if s.startswith(("*", "{", "[")):
                     s = "plain"
@@ -355,7 +402,7 @@ class Tree:
             s = g.scalar_text(0)
             if s.startswith("*"):
                 s = "x"
-            path = "/data/added2" if kind == "ConfigMap" else "/spec/added2"
+            path = {"ConfigMap": "/data/added2", "Deployment": "/spec/template/spec/containers/0/args/-"}.get(kind, "/spec/added2")
             ops = f"- op: add\n  path: {path}\n  value: {s}\n"
             self.files["app/json.yaml"] = ops
             k += ["patches:" if "patches:" not in k else "", "- path: json.yaml", "  target:", f"    kind: {kind}", f"    name: {name}"]
