@@ -346,18 +346,9 @@ def b64(s):
 # --------------------------------------------------------------- paths
 
 
-def scalar_paths(node, prefix=()):
+def scalar_paths(node):
     """Every scalar leaf as (segments, value); a list step is ('#', index, item)."""
-    out = []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += scalar_paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += scalar_paths(v, prefix + (("#", i, v),))
-    else:
-        out.append((prefix, node))
-    return out
+    return [(p, v) for p, v in all_paths(node) if not isinstance(v, (dict, list))]
 
 
 def all_paths(node, prefix=()):

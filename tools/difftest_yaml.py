@@ -120,7 +120,6 @@ class Gen:
                 "!!null": lambda: r.choice(["", "null", "~"]),
                 "!!binary": lambda: r.choice(["aGVsbG8=", "'aGVsbG8='"]),
                 "!custom": lambda: r.choice(["x", "1", "[a, b]"]),
-                "!!map": lambda: "{a: 1}",
             }[tag]()
             return (tag + " " + val).rstrip()
         if k < 0.92:
@@ -265,10 +264,9 @@ class Gen:
                 out.append(f"\n{pad}- {first.strip()}" + ("\n" + rest if rest else ""))
                 continue
             v = self.value(indent, depth, in_seq=True)
-            if v.startswith("\n") and r.random() < 0.3:
-                out.append(f"\n{pad}-{v}")
-            else:
-                out.append(f"\n{pad}-{v}")
+            if v.startswith("\n"):
+                r.random()  # an unused draw: seeds keep giving the trees they gave
+            out.append(f"\n{pad}-{v}")
         return "".join(out)
 
 
@@ -405,10 +403,9 @@ class Tree:
             path = {"ConfigMap": "/data/added2", "Deployment": "/spec/template/spec/containers/0/args/-"}.get(kind, "/spec/added2")
             ops = f"- op: add\n  path: {path}\n  value: {s}\n"
             self.files["app/json.yaml"] = ops
-            k += ["patches:" if "patches:" not in k else "", "- path: json.yaml", "  target:", f"    kind: {kind}", f"    name: {name}"]
-            k = [line for line in k if line != ""]
-            if k.count("patches:") > 1:
-                pass
+            if "patches:" not in k:
+                k.append("patches:")
+            k += ["- path: json.yaml", "  target:", f"    kind: {kind}", f"    name: {name}"]
         if c() < 0.2:
             lits = []
             for _ in range(r.randint(1, 3)):

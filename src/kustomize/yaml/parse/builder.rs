@@ -460,6 +460,19 @@ pub(super) struct Frame {
     pub(super) ann_value: bool,
 }
 
+impl Frame {
+    /// A map whose next value is the one of a `<<` key.
+    fn awaits_merge(&self) -> bool {
+        matches!(
+            self.body,
+            Body::Map(MapBody {
+                pending: Some(PendingKey { merge: true, .. }),
+                ..
+            })
+        )
+    }
+}
+
 pub(super) enum Body {
     Seq(Vec<N>),
     Map(MapBody),
@@ -591,16 +604,7 @@ impl Builder {
     }
 
     pub(super) fn pending_merge(&self) -> bool {
-        matches!(
-            self.stack.last(),
-            Some(Frame {
-                body: Body::Map(MapBody {
-                    pending: Some(PendingKey { merge: true, .. }),
-                    ..
-                }),
-                ..
-            })
-        )
+        self.stack.last().is_some_and(Frame::awaits_merge)
     }
 
     /// Whether a map opening now is the root's `metadata.annotations`.
@@ -679,7 +683,9 @@ impl Builder {
     ) -> Result<(), ParseError> {
         let line = to_u32(span.start.line());
         let end_line = content_end_line(span);
-        if style == ScalarStyle::Plain && value.chars().skip(1).any(|c| c == '?') {
+        if style == ScalarStyle::Plain
+            && value.as_bytes().get(1..).is_some_and(|b| b.contains(&b'?'))
+        {
             self.question_mark_in_flow()?;
         }
         let is_key = self.expecting_key();
@@ -879,19 +885,10 @@ impl Builder {
                 col,
             ));
         };
-        let merging = |f: &Frame| {
-            matches!(
-                f.body,
-                Body::Map(MapBody {
-                    pending: Some(PendingKey { merge: true, .. }),
-                    ..
-                })
-            )
-        };
         let n = self.stack.len();
         let self_merge = self.mode == Mode::Strict
-            && (i + 1 == n && merging(&self.stack[i])
-                || i + 2 == n && self.top_is_merge_seq() && merging(&self.stack[i]));
+            && self.stack[i].awaits_merge()
+            && (i + 1 == n || i + 2 == n && self.top_is_merge_seq());
         if !self_merge {
             return Err(ParseError::new(CONTAINS_ITSELF, line, col));
         }

@@ -166,10 +166,8 @@ pub fn parse_patch_documents(
     meta: PatchMeta,
 ) -> Result<Vec<MarkedDocument>, ParseError> {
     let mut docs = parse_strict_with(src, false, true, true, meta)?;
-    if meta != PatchMeta::AsWritten {
-        for d in &mut docs {
-            copy_meta_as_text(&mut d.value, meta);
-        }
+    for d in &mut docs {
+        copy_meta_as_text(&mut d.value, meta);
     }
     Ok(docs)
 }
