@@ -211,7 +211,9 @@ def write_tree(root, files):
 def run_trees(label, make_tree, default_keep, doc):
     """The command line shared by the tree generators: builds --trees trees
     of `make_tree(random.Random(seed))` (an object with `build()` returning
-    the directory to build and `files`) with both tools and compares."""
+    the directory to build, `files`, and optionally `args`, extra build
+    flags) with both tools and compares. krmsync panicking fails a tree
+    whatever kustomize did."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trees", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
@@ -234,9 +236,12 @@ def run_trees(label, make_tree, default_keep, doc):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             write_tree(root, tree.files)
-            ref = run(["kubectl", "kustomize", top], root)
-            got = run([args.krmsync, "build", top], root)
-            same = (ref[0] != 0 and got[0] != 0) or (ref[0] == 0 and got[0] == 0 and ref[1] == got[1])
+            extra = list(getattr(tree, "args", []))
+            ref = run(["kubectl", "kustomize", top] + extra, root)
+            got = run([args.krmsync, "build", top] + extra, root)
+            panicked = got[0] == 101 or b"panicked at" in got[2]
+            same = not panicked and (
+                (ref[0] != 0 and got[0] != 0) or (ref[0] == 0 and got[0] == 0 and ref[1] == got[1]))
             if args.verbose:
                 why = ref[2].decode(errors="replace").strip().splitlines()[-1:] if ref[0] else []
                 print(f"seed {seed}: {'pass' if same else 'FAIL'} (kustomize rc={ref[0]}, krmsync rc={got[0]}) {' '.join(why)[-220:]}")
