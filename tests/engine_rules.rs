@@ -3612,3 +3612,376 @@ fn type_names_in_messages_read_as_kyaml_prints_them() {
         "{e}"
     );
 }
+
+const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+
+fn with_plugin(field: &str, config: &str) -> Result<String, krmsync::kustomize::Error> {
+    render(
+        &[
+            ("/r/cm.yaml", CM),
+            ("/r/plugin.yaml", config),
+            (
+                "/r/kustomization.yaml",
+                &format!("resources: [cm.yaml]\n{field}:\n- plugin.yaml\n"),
+            ),
+        ],
+        "/r",
+    )
+}
+
+// Rule: a builtin plugin's configuration is decoded as its Go struct is
+// (through JSON): a value of the wrong type fails the configuration, with
+// Go's message; numbers become text only for string fields the struct
+// declares itself (not those an embedded struct promotes); unknown fields
+// are ignored. A generator's loading errors are prefixed.
+#[test]
+fn builtin_plugin_configs_are_type_checked() {
+    let e = with_plugin(
+        "generators",
+        "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: x\nliterals: 5\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "loading generator plugins: failed to load generator: plugin ConfigMapGenerator.builtin.[noGrp]/x.[noNs] fails configuration: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal number into Go struct field ConfigMapGeneratorPlugin.literals of type []string"
+    );
+    for (config, want) in [
+        (
+            "kind: ConfigMapGenerator\nmetadata:\n  name: x\noptions:\n  disableNameSuffixHash: \"true\"\n",
+            "GeneratorOptions.options.disableNameSuffixHash of type bool",
+        ),
+        (
+            "kind: ConfigMapGenerator\nmetadata:\n  name: x\nname: 5\nliterals: [a=b]\n",
+            "ConfigMapGeneratorPlugin.name of type string",
+        ),
+        (
+            "kind: ConfigMapGenerator\nmetadata:\n  name: x\n  labels: 5\n",
+            "ObjectMeta.metadata.labels of type map[string]string",
+        ),
+    ] {
+        let e = with_plugin("generators", &format!("apiVersion: builtin\n{config}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with(want), "{e}");
+    }
+    for (config, want) in [
+        (
+            "kind: LabelTransformer\nmetadata:\n  name: x\nlabels: [a]\n",
+            "LabelTransformerPlugin.labels of type map[string]string",
+        ),
+        (
+            "kind: AnnotationsTransformer\nmetadata:\n  name: x\nannotations: {a: [b]}\n",
+            "AnnotationsTransformerPlugin.annotations of type string",
+        ),
+        (
+            "kind: LabelTransformer\nmetadata:\n  name: x\nlabels: {a: b}\nfieldSpecs: [{kind: 5, path: metadata/labels}]\n",
+            "FieldSpec.fieldSpecs.kind of type string",
+        ),
+        (
+            "kind: ReplicaCountTransformer\nmetadata:\n  name: x\nreplica: {name: a, count: x}\n",
+            "Replica.replica.count of type int64",
+        ),
+        (
+            "kind: PatchStrategicMergeTransformer\nmetadata:\n  name: x\npaths: a.yaml\n",
+            "PatchStrategicMergeTransformerPlugin.paths of type []types.PatchStrategicMerge",
+        ),
+        (
+            "kind: PatchTransformer\nmetadata:\n  name: x\npatch: \"{}\"\noptions: {allowNameChange: 1}\n",
+            "PatchTransformerPlugin.options of type bool",
+        ),
+        (
+            "kind: PrefixTransformer\nmetadata:\n  name: x\nprefix: a\n",
+            "fails configuration: fieldSpecs is not expected to be nil",
+        ),
+        (
+            "kind: ConfigMapGenerator\nmetadata:\n  name: x\nliterals: [a]\n",
+            "plugin ConfigMapGenerator.builtin.[noGrp]/x.[noNs] not a transformer",
+        ),
+    ] {
+        let e = with_plugin("transformers", &format!("apiVersion: builtin\n{config}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with(want), "{e}");
+    }
+    let e = with_plugin(
+        "generators",
+        "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: x\npatch: \"{}\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "loading generator plugins: failed to load generator: plugin PatchTransformer.builtin.[noGrp]/x.[noNs] not a generator"
+    );
+    // numbers into the struct's own string fields and map values are text;
+    // unknown fields are ignored
+    let out = with_plugin(
+        "transformers",
+        "apiVersion: builtin\nkind: LabelTransformer\nmetadata:\n  name: x\nbogus: [1]\nlabels: {a: 1}\nfieldSpecs: [{path: metadata/labels, create: true}]\n",
+    )
+    .unwrap();
+    assert!(out.contains("  labels:\n    a: \"1\"\n"), "{out}");
+    let out = with_plugin(
+        "transformers",
+        "apiVersion: builtin\nkind: SuffixTransformer\nmetadata:\n  name: x\nsuffix: 5\nfieldSpecs: [{path: metadata/name}]\n",
+    )
+    .unwrap();
+    assert!(out.contains("  name: c5\n"), "{out}");
+}
+
+// Rule: all plugin configs of a `transformers:` list are configured before
+// the first one runs, so a later entry's bad configuration is the error
+// even when an earlier transformer would fail.
+#[test]
+fn transformer_configs_are_all_checked_before_any_runs() {
+    let e = render(
+        &[
+            ("/r/cm.yaml", CM),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]
+transformers:
+- |
+  apiVersion: builtin
+  kind: ReplicaCountTransformer
+  metadata:
+    name: a
+  replica: {name: nothing-named-so, count: 1}
+  fieldSpecs: [{path: spec/replicas}]
+- |
+  apiVersion: builtin
+  kind: LabelTransformer
+  metadata:
+    name: b
+  labels: [x]
+",
+            ),
+        ],
+        "/r",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("plugin LabelTransformer.builtin.[noGrp]/b.[noNs] fails configuration"),
+        "{e}"
+    );
+}
+
+// Rule: a `generators:`/`transformers:` entry that reads as YAML documents
+// that are all empty (nothing, a comment, null, `{}`, `[]`) is an inline
+// config of no plugin; a scalar or a list that is not empty is a path.
+#[test]
+fn empty_inline_plugin_entries_configure_nothing() {
+    for entry in [
+        "\"\"", "\"# x\"", "null", "\"~\"", "\"---\"", "\"[]\"", "\"{}\"",
+    ] {
+        for field in ["generators", "transformers"] {
+            let out = ok(
+                &[
+                    ("/r/cm.yaml", CM),
+                    (
+                        "/r/kustomization.yaml",
+                        &format!("resources: [cm.yaml]\n{field}:\n- {entry}\n"),
+                    ),
+                ],
+                "/r",
+            );
+            assert_eq!(out, CM, "{field}: {entry}");
+        }
+    }
+    let e = err(
+        &[
+            ("/r/cm.yaml", CM),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\ngenerators:\n- \"[a]\"\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.starts_with(
+            "loading generator plugins: accumulation err='accumulating resources from '[a]'"
+        ),
+        "{e}"
+    );
+}
+
+// Rule: an empty list as a document of a resource file is skipped like an
+// empty map; any other list or scalar is `missing Resource metadata`.
+#[test]
+fn empty_list_documents_are_skipped() {
+    let files = |doc: &str| {
+        vec![
+            ("/r/a.yaml".to_string(), format!("{doc}\n---\n{CM}")),
+            (
+                "/r/kustomization.yaml".to_string(),
+                "resources: [a.yaml]\n".to_string(),
+            ),
+        ]
+    };
+    let run = |doc: &str| {
+        let f = files(doc);
+        let f: Vec<(&str, &str)> = f.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        render(&f, "/r")
+    };
+    assert_eq!(run("[]").unwrap(), CM);
+    assert_eq!(run("{}").unwrap(), CM);
+    for doc in ["[a]", "hello", "1"] {
+        let e = run(doc).unwrap_err().to_string();
+        assert!(e.contains("missing Resource metadata"), "{doc}: {e}");
+    }
+}
+
+// Rule: a kustomization's `metadata` is decoded as an ObjectMeta (strictly,
+// as the rest of the file), though nothing uses it; an `openapi` field's
+// keys other than `path` and `version` are ignored.
+#[test]
+fn kustomization_metadata_is_decoded_and_openapi_ignores_other_keys() {
+    let build = |k: &str| {
+        render(
+            &[
+                ("/r/cm.yaml", CM),
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [cm.yaml]\n{k}"),
+                ),
+            ],
+            "/r",
+        )
+    };
+    assert_eq!(build("metadata: {name: x, labels: {a: b}}\n").unwrap(), CM);
+    for (k, want) in [
+        (
+            "metadata: [a]\n",
+            "Kustomization.metadata of type types.ObjectMeta",
+        ),
+        (
+            "metadata: {labels: [a]}\n",
+            "ObjectMeta.metadata.labels of type map[string]string",
+        ),
+        (
+            "metadata: {name: 5}\n",
+            "ObjectMeta.metadata.name of type string",
+        ),
+        ("metadata: {bogus: 1}\n", "json: unknown field \"bogus\""),
+    ] {
+        let e = build(k).unwrap_err().to_string();
+        assert!(e.ends_with(want), "{k}: {e}");
+    }
+    assert_eq!(build("openapi: {other: x}\n").unwrap(), CM);
+}
+
+// Rule: a transformer setting a scalar (namespace, replicas, images) or
+// adding map entries (labels, annotations) fails on a field of another
+// kind, with kyaml's message, instead of overwriting it.
+#[test]
+fn transformers_refuse_fields_of_the_wrong_kind() {
+    let d = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n";
+    for (extra, k, want) in [
+        (
+            "  namespace: [a]\n",
+            "namespace: x\n",
+            "considering field 'metadata/namespace' of object Deployment.v1.apps/d.[noNs]: wrong node kind: expected ScalarNode but got SequenceNode",
+        ),
+        (
+            "spec:\n  replicas: {a: 1}\n",
+            "replicas: [{name: d, count: 2}]\n",
+            "considering field 'spec/replicas' of object Deployment.v1.apps/d.[noNs]: wrong node kind: expected ScalarNode but got MappingNode",
+        ),
+        (
+            "spec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: [x]\n",
+            "images: [{name: x, newTag: \"2\"}]\n",
+            "wrong node kind: expected ScalarNode but got SequenceNode",
+        ),
+        (
+            "  annotations: [a]\n",
+            "commonAnnotations: {a: b}\n",
+            "considering field 'metadata/annotations' of object Deployment.v1.apps/d.[noNs]: wrong node kind: expected MappingNode but got SequenceNode",
+        ),
+    ] {
+        let e = err(
+            &[
+                ("/r/d.yaml", &format!("{d}{extra}")),
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [d.yaml]\n{k}"),
+                ),
+            ],
+            "/r",
+        );
+        assert!(e.starts_with(want), "{k}: {e}");
+    }
+}
+
+// Rule: `patchesStrategicMerge` and targeted `patches` give the patch the
+// resource's group, version and kind first; on a resource without
+// `apiVersion` that leaves `apiVersion: null`. An untargeted `patches`
+// entry does not, and an `apiVersion: ""` stays.
+#[test]
+fn strategic_merge_patch_on_resource_without_api_version() {
+    let build = |res: &str, k: &str| {
+        ok(
+            &[
+                ("/r/r.yaml", res),
+                (
+                    "/r/p.yaml",
+                    "kind: Service\nmetadata:\n  name: s\nspec:\n  type: B\n",
+                ),
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [r.yaml]\n{k}\n"),
+                ),
+            ],
+            "/r",
+        )
+    };
+    let bare = "kind: Service\nmetadata:\n  name: s\nspec:\n  type: A\n";
+    let patched = "apiVersion: null\nkind: Service\nmetadata:\n  name: s\nspec:\n  type: B\n";
+    assert_eq!(build(bare, "patchesStrategicMerge: [p.yaml]"), patched);
+    assert_eq!(
+        build(bare, "patches: [{path: p.yaml, target: {name: s}}]"),
+        patched
+    );
+    assert_eq!(
+        build(bare, "patches: [{path: p.yaml}]"),
+        "kind: Service\nmetadata:\n  name: s\nspec:\n  type: B\n"
+    );
+    assert_eq!(
+        build(
+            &format!("apiVersion: \"\"\n{bare}"),
+            "patches: [{path: p.yaml, target: {name: s}}]"
+        ),
+        "apiVersion: \"\"\nkind: Service\nmetadata:\n  name: s\nspec:\n  type: B\n"
+    );
+}
+
+// Rule: a var's field path is read as kyaml's `GetFieldValue` reads it:
+// blank elements are dropped and spaces trimmed, so `[` alone names the
+// whole object (a map: the reference stays as written) and
+// ` metadata . name ` is `metadata.name`.
+#[test]
+fn var_field_paths_follow_kyaml_lookup() {
+    let build = |path: &str| {
+        render(
+            &[
+                (
+                    "/r/r.yaml",
+                    "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    args: [\"$(V)\"]\n",
+                ),
+                (
+                    "/r/kustomization.yaml",
+                    &format!(
+                        "resources: [r.yaml]\nvars:\n- name: V\n  objref: {{kind: Service, name: s, apiVersion: v1}}\n  fieldref: {{fieldpath: {path:?}}}\n"
+                    ),
+                ),
+            ],
+            "/r",
+        )
+    };
+    assert!(build("[").unwrap().contains("- $(V)\n"));
+    assert!(build(" metadata . name ").unwrap().contains("- s\n"));
+    assert!(build("metadata.[x]").is_err());
+    assert!(build("nope").is_err());
+}

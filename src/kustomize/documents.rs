@@ -6,14 +6,16 @@
 use super::error::{Error, Result};
 use super::yaml::{Mapping, Value, parse};
 
-/// A resource document as a map; `None` for an empty one (null or `{}`).
+/// A resource document as a map; `None` for an empty one (null, `{}`, `[]`).
 fn resource_map(d: Value, file: &str) -> Result<Option<Mapping>> {
     match d {
         Value::Null => Ok(None),
         Value::Map(m) if m.is_empty() => Ok(None),
+        // kyaml skips empty documents: null, `{}` and `[]`
+        Value::Seq(s) if s.is_empty() => Ok(None),
         Value::Map(m) => Ok(Some(m)),
         other => Err(Error::invalid(format!(
-            "{file}: a resource must be a map, found a {}",
+            "missing Resource metadata: {file}: a resource must be a map (found {})",
             other.type_name()
         ))),
     }

@@ -88,6 +88,38 @@ pub enum Leaf {
     Map,
 }
 
+/// kyaml's error for a field of the wrong kind where a transformer sets a
+/// value: `wrong node kind: expected ScalarNode but got SequenceNode: node
+/// contents:` and the node.
+pub fn wrong_kind(expected: Leaf, v: &Value) -> Error {
+    let kind = |v: &Value| match v {
+        Value::Map(_) => "MappingNode",
+        Value::Seq(_) => "SequenceNode",
+        _ => "ScalarNode",
+    };
+    let expected = match expected {
+        Leaf::Scalar => "ScalarNode",
+        Leaf::Map => "MappingNode",
+    };
+    let mut contents = String::new();
+    if super::yaml::write_document(&mut contents, v).is_err() {
+        contents.clear();
+    }
+    Error::invalid(format!(
+        "wrong node kind: expected {expected} but got {}: node contents:\n{contents}",
+        kind(v)
+    ))
+}
+
+/// Whether a node found at a field spec's end may be set as `leaf`: a null,
+/// or a node of that kind.
+pub fn settable(v: &Value, leaf: Leaf) -> bool {
+    match leaf {
+        Leaf::Scalar => !matches!(v, Value::Map(_) | Value::Seq(_)),
+        Leaf::Map => matches!(v, Value::Map(_) | Value::Null),
+    }
+}
+
 /// Walks `spec.parts` in `obj`, calling `f` on every node found at the end
 /// of the path. Missing maps are created when `spec.create` is set (the last
 /// element as `leaf`); a null field named `x[]` in the path becomes an empty

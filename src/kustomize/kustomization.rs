@@ -905,6 +905,17 @@ impl Kustomization {
                 )));
             }
         }
+        // `metadata` is not used, but it is decoded (into an ObjectMeta)
+        if let Some(md) = m.get("metadata")
+            && let Some(mm) = d.map(md, "metadata", "types.ObjectMeta")?
+        {
+            let md = d.child("ObjectMeta", "metadata");
+            let mm = &md.canon(mm, &["name", "namespace", "labels", "annotations"])?;
+            md.string(mm, "name")?;
+            md.string(mm, "namespace")?;
+            md.string_map(mm, "labels")?;
+            md.string_map(mm, "annotations")?;
+        }
         let mut k = Kustomization {
             kind,
             openapi: d.string_map(m, "openapi")?,

@@ -196,25 +196,39 @@ fn apply_smp_at(
     m: &mut ResMap,
     i: usize,
     patch: &Value,
-    allow_name: bool,
-    allow_kind: bool,
+    how: SmpHow,
     schema: &Schema,
 ) -> Result<bool> {
-    m.modify(i, |r| {
-        apply_smp_to_resource(r, patch, allow_name, allow_kind, schema)
-    })
-    .unwrap_or(Ok(true))
+    m.modify(i, |r| apply_smp_to_resource(r, patch, how, schema))
+        .unwrap_or(Ok(true))
+}
+
+/// How a strategic-merge patch reaches its resource.
+#[derive(Clone, Copy)]
+struct SmpHow {
+    allow_name: bool,
+    allow_kind: bool,
+    /// kustomize gives the patch the resource's group, version and kind
+    /// first (`patchesStrategicMerge`, targeted `patches`). A resource
+    /// without `apiVersion` then gets the empty untagged text the patch
+    /// carries, printed `apiVersion: null`.
+    gvk_copied: bool,
 }
 
 fn apply_smp_to_resource(
     r: &mut Resource,
     patch: &Value,
-    allow_name: bool,
-    allow_kind: bool,
+    how: SmpHow,
     schema: &Schema,
 ) -> Result<bool> {
+    let SmpHow {
+        allow_name,
+        allow_kind,
+        gvk_copied,
+    } = how;
     let mut p = patch.clone();
     let api = r.api_version().to_string();
+    let api_absent = r.obj.get("apiVersion").is_none();
     if let Some(pm) = p.as_map_mut() {
         if api.is_empty() {
             pm.shift_remove("apiVersion");
@@ -247,6 +261,12 @@ fn apply_smp_to_resource(
         return Ok(false);
     };
     r.obj = merged;
+    if gvk_copied
+        && api_absent
+        && let Some(mm) = r.obj.as_map_mut()
+    {
+        mm.insert("apiVersion".into(), Value::Null);
+    }
     if let Some(before) = before {
         r.propagate_links(&before);
     }
@@ -273,13 +293,12 @@ fn apply_smp_to(
     m: &mut ResMap,
     targets: &[usize],
     patch: &Value,
-    allow_name: bool,
-    allow_kind: bool,
+    how: SmpHow,
     schema: &Schema,
 ) -> Result<()> {
     let mut deleted = Vec::new();
     for &i in targets {
-        if !apply_smp_at(m, i, patch, allow_name, allow_kind, schema)? {
+        if !apply_smp_at(m, i, patch, how, schema)? {
             deleted.push(i);
         }
     }
@@ -400,7 +419,14 @@ pub fn apply_strategic_merge_by_id(
         let id = patch_id(p);
         let hits = m.find_any(&id);
         match hits.as_slice() {
-            [i] => apply_smp_to(m, &[*i], &p.value, false, false, schema)?,
+            [i] => {
+                let how = SmpHow {
+                    allow_name: false,
+                    allow_kind: false,
+                    gvk_copied: true,
+                };
+                apply_smp_to(m, &[*i], &p.value, how, schema)?
+            }
             [] => {
                 return Err(Error::invalid(format!(
                     "no matches for Id {id}; failed to find unique target for patch {id}"
@@ -572,14 +598,12 @@ pub fn apply_patch_entry(
                 )));
             }
             let hits = select(m, &t, schema)?;
-            apply_smp_to(
-                m,
-                &hits,
-                &docs[0].value,
-                p.allow_name_change,
-                p.allow_kind_change,
-                schema,
-            )
+            let how = SmpHow {
+                allow_name: p.allow_name_change,
+                allow_kind: p.allow_kind_change,
+                gvk_copied: true,
+            };
+            apply_smp_to(m, &hits, &docs[0].value, how, schema)
         }
         None => {
             // Without a target, each patch applies to the one resource whose
@@ -598,14 +622,12 @@ pub fn apply_patch_entry(
                         "no resource matches strategic merge patch \"{id}\": {why} for Id {id}; failed to find unique target for patch {id}"
                     )));
                 }
-                apply_smp_to(
-                    m,
-                    &hits,
-                    &d.value,
-                    p.allow_name_change,
-                    p.allow_kind_change,
-                    schema,
-                )?;
+                let how = SmpHow {
+                    allow_name: p.allow_name_change,
+                    allow_kind: p.allow_kind_change,
+                    gvk_copied: false,
+                };
+                apply_smp_to(m, &hits, &d.value, how, schema)?;
             }
             Ok(())
         }

@@ -27,6 +27,7 @@ use super::resource::{ResMap, Resource};
 use super::transform::{self, SubjectMode};
 use super::yaml::{Mapping, Value, parse};
 
+mod config;
 mod external;
 
 /// Builtin plugin kinds kustomize 5.5 can load from `generators:` /
@@ -83,14 +84,18 @@ fn load_configs(t: &dyn Layer, entries: &[&String]) -> Result<Vec<Resource>> {
     let mut paths = Vec::new();
     for e in entries {
         match parse::parse_documents_strict(e) {
-            // kustomize takes an entry as inline config only when it reads
-            // as resources (kind and name); anything else is a path
+            // kustomize takes an entry as inline config when it reads as
+            // resources: every document is empty (nothing, null, `{}`,
+            // `[]`: an inline config of no plugin) or a map with a kind and
+            // a name. Anything else is a path.
             Ok(docs)
-                if docs.iter().any(|d| matches!(d, Value::Map(_)))
-                    && docs.iter().all(|d| {
-                        !matches!(d, Value::Map(_))
-                            || super::documents::missing_metadata(d).is_none()
-                    }) =>
+                if docs.iter().all(|d| match d {
+                    Value::Null => true,
+                    Value::Map(m) if m.is_empty() => true,
+                    Value::Seq(s) => s.is_empty(),
+                    Value::Map(_) => super::documents::missing_metadata(d).is_none(),
+                    _ => false,
+                }) =>
             {
                 for d in split_resources(docs, "inline plugin config")? {
                     inline.push(Resource::new(d));
@@ -238,15 +243,24 @@ fn generator_args(obj: &Value, secret: bool) -> Result<GeneratorArgs> {
 /// Runs the `generators:` entries (inline configs first, then files, as
 /// kustomize orders them); returns the generated resources.
 pub fn run_generators(t: &dyn Layer, entries: &[String]) -> Result<Vec<Resource>> {
-    let configs = load_configs(t, &entries.iter().collect::<Vec<_>>())?;
-    let mut out = Vec::new();
+    // kustomize loads and configures every generator before running one
+    let configs = load_configs(t, &entries.iter().collect::<Vec<_>>())
+        .map_err(|e| e.context("loading generator plugins"))?;
+    let mut plugins = Vec::with_capacity(configs.len());
     for cfg in configs {
-        let (builtin, kind) = kind_of(&cfg)?;
-        if !builtin {
-            let ext = external::load(t, &cfg, "generator")?;
-            out.extend(external::generate(t, &cfg, &ext)?);
-            continue;
-        }
+        let plugin = configure(t, &cfg, Role::Generator)
+            .map_err(|e| e.context("loading generator plugins: failed to load generator"))?;
+        plugins.push((cfg, plugin));
+    }
+    let mut out = Vec::new();
+    for (cfg, plugin) in plugins {
+        let kind = match plugin {
+            Plugin::External(ext) => {
+                out.extend(external::generate(t, &cfg, &ext)?);
+                continue;
+            }
+            Plugin::Builtin(kind) => kind,
+        };
         let obj = &cfg.obj;
         let origin = cfg.origin.clone();
         match kind.as_str() {
@@ -321,21 +335,22 @@ fn iam_policy(obj: &Value) -> Result<Resource> {
 /// Runs the `transformers:` entries on the accumulated resources (inline
 /// configs first, then files, as kustomize orders them).
 pub fn run_transformers(t: &dyn Layer, ra: &mut Accumulator, entries: &[String]) -> Result<()> {
+    // kustomize loads and configures every transformer before running one
     let configs = load_configs(t, &entries.iter().collect::<Vec<_>>())?;
+    let mut plugins = Vec::with_capacity(configs.len());
     for cfg in configs {
-        let (builtin, kind) = kind_of(&cfg)?;
-        if !builtin {
-            let ext = external::load(t, &cfg, "transformer")?;
-            external::transform(t, &mut ra.resources, &cfg, &ext)?;
-            ra.record_transformer(external::origin(t, &cfg));
-            continue;
-        }
-        check_patch_config(t, &kind, &cfg.obj).map_err(|reason| {
-            Error::invalid(format!(
-                "plugin {} fails configuration: {reason}",
-                config_id(&cfg.obj)
-            ))
-        })?;
+        let plugin = configure(t, &cfg, Role::Transformer)?;
+        plugins.push((cfg, plugin));
+    }
+    for (cfg, plugin) in plugins {
+        let kind = match plugin {
+            Plugin::External(ext) => {
+                external::transform(t, &mut ra.resources, &cfg, &ext)?;
+                ra.record_transformer(external::origin(t, &cfg));
+                continue;
+            }
+            Plugin::Builtin(kind) => kind,
+        };
         run_builtin_transformer(t, ra, &kind, &cfg.obj)
             .map_err(|e| plugin_error(e, &kind, &cfg.obj))?;
         let origin = t
@@ -351,6 +366,60 @@ pub fn run_transformers(t: &dyn Layer, ra: &mut Accumulator, entries: &[String])
         ra.record_transformer(origin);
     }
     Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    Generator,
+    Transformer,
+}
+
+/// A plugin loaded and configured, ready to run.
+enum Plugin {
+    Builtin(String),
+    External(external::External),
+}
+
+/// Builtin kinds that generate; the others transform.
+const GENERATOR_KINDS: &[&str] = &[
+    "ConfigMapGenerator",
+    "SecretGenerator",
+    "IAMPolicyGenerator",
+    "HelmChartInflationGenerator",
+];
+
+/// Loads the plugin a config names and configures it, as kustomize's
+/// plugin loader does: the configuration is decoded and checked first,
+/// then the plugin must be of the role its entry asks for.
+fn configure(t: &dyn Layer, cfg: &Resource, role: Role) -> Result<Plugin> {
+    let (builtin, kind) = kind_of(cfg)?;
+    if !builtin {
+        let what = match role {
+            Role::Generator => "generator",
+            Role::Transformer => "transformer",
+        };
+        return external::load(t, cfg, what).map(Plugin::External);
+    }
+    let fails = |reason: String| {
+        Error::invalid(format!(
+            "plugin {} fails configuration: {reason}",
+            config_id(&cfg.obj)
+        ))
+    };
+    config::check(&kind, &cfg.obj).map_err(fails)?;
+    check_patch_config(t, &kind, &cfg.obj).map_err(fails)?;
+    let generates = GENERATOR_KINDS.contains(&kind.as_str());
+    match role {
+        Role::Generator if !generates => Err(Error::invalid(format!(
+            "plugin {} not a generator",
+            config_id(&cfg.obj)
+        ))),
+        Role::Transformer if generates => Err(Error::invalid(format!(
+            "plugin {} not a transformer",
+            config_id(&cfg.obj)
+        ))),
+        _ => Ok(Plugin::Builtin(kind)),
+    }
 }
 
 /// A plugin config's id as kustomize prints it

@@ -174,7 +174,9 @@ impl super::plugins::Layer for Target<'_> {
         for r in first {
             ra.resources.append(r)?;
         }
-        sub.accumulate(&mut ra)?;
+        // only the resources, and without the `accumulating resources`
+        // context kustomize gives the kustomization's own
+        sub.accumulate_resources(&mut ra)?;
         Ok(ra.resources.into_resources())
     }
 }
@@ -717,9 +719,8 @@ fn load_openapi(loader: &Loader, spec: &[(String, String)], nested: bool) -> Res
                     .map_err(|e| Error::invalid(format!("openapi schema '{v}': {}", e.message)))?;
                 custom = Some(docs.into_iter().next().unwrap_or(Value::Null));
             }
-            other => {
-                return Err(Error::invalid(format!("openapi: unknown field '{other}'")));
-            }
+            // kustomize reads only these two keys
+            _ => {}
         }
     }
     match (nested, version, &custom) {

@@ -5,7 +5,7 @@ use regex::Regex;
 
 use super::accumulator::custom_image_specs;
 use super::error::{Error, Result};
-use super::fieldspec::{FieldSpec, Leaf, walk, walk_with_path};
+use super::fieldspec::{FieldSpec, Leaf, settable, walk, walk_with_path, wrong_kind};
 use super::kustomization::{ImageEntry, ReplicaEntry};
 use super::openapi::Schema;
 use super::replacement::{TextScalar, keep_untyped, set_scalar_text};
@@ -165,6 +165,12 @@ pub fn namespace_resource(
             .ensure_map_path(&["metadata"])
             .ok_or_else(|| Error::invalid("metadata is not a map"))?;
         let slot = meta.entry("namespace".to_string()).or_insert(Value::Null);
+        if !settable(slot, Leaf::Scalar) {
+            return Err(wrong_kind(Leaf::Scalar, slot).context(format!(
+                "considering field 'metadata/namespace' of object {}",
+                r.cur_id()
+            )));
+        }
         set_ns_value(slot, ns, unset_only);
     }
     let is_binding = gvk.kind == "RoleBinding" || gvk.kind == "ClusterRoleBinding";
@@ -203,11 +209,9 @@ pub fn namespace_resource(
         }
         let id = r.cur_id();
         walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
-            if matches!(v, Value::Map(_) | Value::Seq(_)) {
-                return Err(Error::invalid(format!(
-                    "namespace field specs must target scalar nodes: considering field '{}' of object {id}",
-                    fs.path
-                )));
+            if !settable(v, Leaf::Scalar) {
+                return Err(wrong_kind(Leaf::Scalar, v)
+                    .context(format!("considering field '{}' of object {id}", fs.path)));
             }
             set_ns_value(v, ns, unset_only);
             Ok(())
@@ -242,6 +246,7 @@ pub fn apply_map_entries(
     specs: &[FieldSpec],
 ) -> Result<()> {
     let gvk = r.gvk();
+    let id = r.cur_id();
     for (k, val) in pairs {
         let mut created: Vec<Vec<PathSeg>> = Vec::new();
         let mut updated: Vec<Vec<PathSeg>> = Vec::new();
@@ -267,14 +272,10 @@ pub fn apply_map_entries(
                         mm.insert(k.clone(), Value::from(val.as_str()));
                         Ok(())
                     }
-                    None => Err(Error::invalid(format!(
-                        "{}: field '{}' is not a map",
-                        r_id_string(&gvk),
-                        fs.path
-                    ))),
+                    None => Err(wrong_kind(Leaf::Map, v)
+                        .context(format!("considering field '{}' of object {id}", fs.path))),
                 }
-            })
-            .map_err(|e| e.context(format!("applying field spec '{}'", fs.path)))?;
+            })?;
         }
         let value = Value::from(val.as_str());
         for p in &updated {
@@ -283,10 +284,6 @@ pub fn apply_map_entries(
         r.link(created);
     }
     Ok(())
-}
-
-fn r_id_string(gvk: &Gvk) -> String {
-    gvk.to_string()
 }
 
 /// Splits an image reference into name, tag and digest the way kustomize does.
@@ -462,7 +459,7 @@ fn legacy_images(
     texts: &[TextScalar],
     at: &mut Vec<PathSeg>,
     written: &mut Vec<(Vec<PathSeg>, String)>,
-) {
+) -> Result<()> {
     match v {
         Value::Map(m) => {
             for (k, child) in m.iter_mut() {
@@ -471,7 +468,13 @@ fn legacy_images(
                     && let Value::Seq(items) = child
                 {
                     for (i, c) in items.iter_mut().enumerate() {
+                        if !settable(c, Leaf::Map) {
+                            return Err(wrong_kind(Leaf::Map, c));
+                        }
                         if let Some(img) = c.get_mut("image") {
+                            if !settable(img, Leaf::Scalar) {
+                                return Err(wrong_kind(Leaf::Scalar, img));
+                            }
                             let mut path = at.clone();
                             path.extend([PathSeg::Index(i), PathSeg::Key("image".into())]);
                             if let Some(new) =
@@ -482,7 +485,7 @@ fn legacy_images(
                         }
                     }
                 } else {
-                    legacy_images(child, rules, texts, at, written);
+                    legacy_images(child, rules, texts, at, written)?;
                 }
                 at.pop();
             }
@@ -490,12 +493,13 @@ fn legacy_images(
         Value::Seq(items) => {
             for (i, item) in items.iter_mut().enumerate() {
                 at.push(PathSeg::Index(i));
-                legacy_images(item, rules, texts, at, written);
+                legacy_images(item, rules, texts, at, written)?;
                 at.pop();
             }
         }
         _ => {}
     }
+    Ok(())
 }
 
 /// Applies `images:` entries, in order: every container image anywhere,
@@ -545,14 +549,14 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
         let mut written = Vec::new();
         let texts = &r.scalar_texts;
         if let Some(indexed) = &indexed {
-            legacy_images(&mut r.obj, indexed, texts, &mut Vec::new(), &mut written);
+            legacy_images(&mut r.obj, indexed, texts, &mut Vec::new(), &mut written)?;
         }
         for rule in &rules {
             let one = ImageRules::new(vec![ImageRule {
                 entry: rule.entry.clone(),
                 matcher: rule.matcher.clone(),
             }]);
-            legacy_images(&mut r.obj, &one, texts, &mut Vec::new(), &mut written);
+            legacy_images(&mut r.obj, &one, texts, &mut Vec::new(), &mut written)?;
             for fs in &custom {
                 if !fs.applies_to(&gvk) {
                     continue;
@@ -607,7 +611,12 @@ pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -
                 if !fs.applies_to(&gvk) {
                     continue;
                 }
+                let id = r.cur_id();
                 walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
+                    if !settable(v, Leaf::Scalar) {
+                        return Err(wrong_kind(Leaf::Scalar, v)
+                            .context(format!("considering field '{}' of object {id}", fs.path)));
+                    }
                     *v = parse::written_over(v, Value::Int(e.count));
                     Ok(())
                 })?;

@@ -11,39 +11,48 @@ use super::resid::Gvk;
 use super::resource::ResMap;
 use super::yaml::Value;
 
-/// Reads a value by a var field path (`spec.ports[0].port`, `a.b.[name=x].c`).
+/// Reads a value by a var field path (`spec.ports[0].port`,
+/// `a.b.[name=x].c`) as kyaml's `GetFieldValue`: the path is split as
+/// `SmarterPathSplitter` does, `x[N]` becomes `x` and `N`, blank elements
+/// are dropped (`[` alone names the whole object), then each element is a
+/// list index (`-` the last item), a `[k=v]` item match or a map key.
+/// `None` where the path leads nowhere or through a node of another kind.
 pub fn get_field_value<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut cur = obj;
-    for raw in path.split('.') {
-        let mut parts: Vec<&str> = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
+    for raw in super::fieldpath::split_dotted(path) {
+        // kyaml's convertSliceIndex: `name[3]` is `name`, `3`
         if let Some(stripped) = raw.strip_suffix(']')
             && let Some(open) = stripped.rfind('[')
-            && stripped[open + 1..].chars().all(|c| c.is_ascii_digit())
             && open + 1 < stripped.len()
+            && stripped[open + 1..].bytes().all(|c| c.is_ascii_digit())
         {
             if open > 0 {
-                parts.push(&stripped[..open]);
+                parts.push(stripped[..open].to_string());
             }
-            parts.push(&stripped[open + 1..]);
+            parts.push(stripped[open + 1..].to_string());
         } else {
             parts.push(raw);
         }
-        for p in parts {
-            cur = match cur {
-                Value::Map(m) => m.get(p)?,
-                Value::Seq(items) => {
-                    if let Some(inner) = p.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-                        let (k, v) = inner.split_once('=')?;
-                        items.iter().find(|it| {
-                            it.get(k).and_then(Value::scalar_to_string).as_deref() == Some(v)
-                        })?
-                    } else {
-                        items.get(p.parse::<usize>().ok()?)?
-                    }
-                }
-                _ => return None,
-            };
-        }
+    }
+    let mut cur = obj;
+    for p in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
+        cur = if let Ok(i) = p.parse::<i64>() {
+            let items = cur.as_seq()?;
+            items.get(usize::try_from(i).ok()?)?
+        } else if p == "-" {
+            cur.as_seq()?.last()?
+        } else if p == "*" {
+            return None;
+        } else if let Some(inner) = p.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+            let (k, v) = inner.split_once('=')?;
+            cur.as_seq()?.iter().find(|it| {
+                // `[=v]` matches a scalar item
+                let field = if k.is_empty() { Some(*it) } else { it.get(k) };
+                field.and_then(Value::scalar_to_string).as_deref() == Some(v)
+            })?
+        } else {
+            cur.as_map()?.get(p)?
+        };
     }
     Some(cur)
 }
