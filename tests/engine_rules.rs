@@ -3985,3 +3985,92 @@ fn var_field_paths_follow_kyaml_lookup() {
     assert!(build("metadata.[x]").is_err());
     assert!(build("nope").is_err());
 }
+
+// Rule: more places where kustomize decodes or walks with types: a
+// `configurations:` file is type-checked as its TransformerConfig; a
+// binding subject (or its name or kind) of the wrong kind fails the
+// namespace transformer; a `patchesJson6902` entry needs a target name; a
+// PatchTransformer plugin's target ignores unknown fields; the
+// IAMPolicyGenerator reads the text it writes.
+#[test]
+fn more_typed_decoding_and_walking() {
+    let e = err(
+        &[
+            ("/r/cm.yaml", CM),
+            ("/r/c.yaml", "namePrefix: [{path: a, create: {x: 1}}]\n"),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.ends_with("json: cannot unmarshal object into Go struct field FieldSpec.namePrefix.create of type bool"),
+        "{e}"
+    );
+    let binding = |subjects: &str| {
+        render(
+            &[
+                (
+                    "/r/b.yaml",
+                    &format!(
+                        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: b\nsubjects:\n{subjects}"
+                    ),
+                ),
+                (
+                    "/r/kustomization.yaml",
+                    "resources: [b.yaml]\nnamespace: x\n",
+                ),
+            ],
+            "/r",
+        )
+    };
+    let e = binding("- kind: ServiceAccount\n  name: {}\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("setting namespace on (cluster)role binding subjects: looking up name on (cluster)role binding subject: wrong node kind: expected ScalarNode but got MappingNode"), "{e}");
+    let e = binding("- - kind: ServiceAccount\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("wrong node kind: expected MappingNode but got SequenceNode"),
+        "{e}"
+    );
+    assert!(
+        binding("- kind: ServiceAccount\n  name: default\n")
+            .unwrap()
+            .contains("  namespace: x\n")
+    );
+    let e = err(
+        &[
+            ("/r/cm.yaml", CM),
+            ("/r/p.yaml", "[]"),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\npatchesJson6902:\n- path: p.yaml\n  target: {kind: ConfigMap, version: v1}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        e,
+        "trouble configuring builtin PatchJson6902Transformer with config: `\npath: p.yaml\ntarget:\n  kind: ConfigMap\n  version: v1\n`: must specify the target name"
+    );
+    let out = with_plugin(
+        "transformers",
+        "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: x\npatch: |\n  - op: add\n    path: /data\n    value: {a: b}\ntarget:\n  kind: ConfigMap\n  env: ignored\n",
+    )
+    .unwrap();
+    assert!(out.contains("data:\n  a: b\n"), "{out}");
+    let e = with_plugin(
+        "generators",
+        "apiVersion: builtin\nkind: IAMPolicyGenerator\nmetadata:\n  name: x\ncloud: gke\nkubernetesService: {name: k}\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "yaml: line 6: found character that cannot start any token"
+    );
+}

@@ -86,6 +86,8 @@ pub fn split_path(path: &str) -> Vec<String> {
 pub enum Leaf {
     Scalar,
     Map,
+    /// Only in messages: a list was expected.
+    Seq,
 }
 
 /// kyaml's error for a field of the wrong kind where a transformer sets a
@@ -100,6 +102,7 @@ pub fn wrong_kind(expected: Leaf, v: &Value) -> Error {
     let expected = match expected {
         Leaf::Scalar => "ScalarNode",
         Leaf::Map => "MappingNode",
+        Leaf::Seq => "SequenceNode",
     };
     let mut contents = String::new();
     if super::yaml::write_document(&mut contents, v).is_err() {
@@ -117,6 +120,7 @@ pub fn settable(v: &Value, leaf: Leaf) -> bool {
     match leaf {
         Leaf::Scalar => !matches!(v, Value::Map(_) | Value::Seq(_)),
         Leaf::Map => matches!(v, Value::Map(_) | Value::Null),
+        Leaf::Seq => matches!(v, Value::Seq(_) | Value::Null),
     }
 }
 

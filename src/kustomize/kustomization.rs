@@ -49,6 +49,8 @@ pub struct PatchEntry {
     pub target: Option<Value>,
     pub allow_name_change: bool,
     pub allow_kind_change: bool,
+    /// From a plugin configuration: unknown target fields are ignored.
+    pub from_plugin: bool,
 }
 
 /// One `images:` entry.
@@ -470,7 +472,8 @@ impl<'a> Dec<'a> {
 
     /// Renames keys to their canonical field names the way Go's
     /// encoding/json matches them (exact first, then case-insensitively);
-    /// a key matching no field is an error (strict decoding).
+    /// a key matching no field is an error (strict decoding), or ignored
+    /// when lenient (plugin configurations).
     fn canon(&self, m: &Mapping, allowed: &[&str]) -> Result<Mapping> {
         let mut out = Mapping::with_capacity(m.len());
         for (k, v) in m {
@@ -479,6 +482,7 @@ impl<'a> Dec<'a> {
             } else {
                 match allowed.iter().find(|a| a.eq_ignore_ascii_case(k)) {
                     Some(a) => a,
+                    None if self.lenient => continue,
                     None => return Err(Error::invalid(format!("json: unknown field \"{k}\""))),
                 }
             };
@@ -655,7 +659,9 @@ fn patch_entry(parent: &Dec, v: &Value, field: &str) -> Result<PatchEntry> {
 
 /// Decodes a PatchTransformer configuration (`field` names it in errors).
 pub fn decode_patch(v: &Value, field: &str) -> Result<PatchEntry> {
-    patch_entry(&Dec::top("Patch", true), v, field)
+    let mut p = patch_entry(&Dec::top("Patch", true), v, field)?;
+    p.from_plugin = true;
+    Ok(p)
 }
 
 fn decode_image(parent: &Dec, v: &Value, field: &str) -> Result<ImageEntry> {

@@ -16,7 +16,7 @@ use super::resid::{Gvk, ResId};
 use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
 use super::selector::{LabelSelector, Selector};
 use super::yaml::parse::{MarkedDocument, PatchMeta};
-use super::yaml::{Value, parse};
+use super::yaml::{Mapping, Value, parse};
 
 /// A selector compiled for matching (kustomize's `SelectorRegex`): every
 /// GVK part, the name and the namespace are anchored regular expressions.
@@ -526,6 +526,9 @@ pub fn apply_patch_entry(
 ) -> Result<()> {
     let text = patch_text(loader, p, "patches")?;
     let target = match &p.target {
+        Some(t) if p.from_plugin => {
+            Some(Selector::from_value_lenient(t, "patches.target").map_err(Error::invalid)?)
+        }
         Some(t) => Some(Selector::from_value(t, "patches.target").map_err(Error::invalid)?),
         None => None,
     };
@@ -728,6 +731,44 @@ fn apply_json_ops(m: &mut ResMap, target: &Selector, ops: &Value, schema: &Schem
 
 /// Applies one `patchesJson6902:` entry.
 pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> Result<()> {
+    // kustomize configures the entry as a PatchJson6902Transformer, which
+    // needs the target's name before anything else
+    if let Some(t) = &p.target
+        && t.get("name")
+            .and_then(Value::scalar_to_string)
+            .is_none_or(|n| n.is_empty())
+    {
+        let mut config = Mapping::new();
+        if !p.patch.is_empty() {
+            config.insert("jsonOp".into(), Value::from(p.patch.as_str()));
+        }
+        if !p.path.is_empty() {
+            config.insert("path".into(), Value::from(p.path.as_str()));
+        }
+        let mut target: Vec<(&String, &Value)> = t
+            .as_map()
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| v.scalar_to_string().is_none_or(|s| !s.is_empty()))
+            .collect();
+        target.sort_by(|a, b| a.0.cmp(b.0));
+        config.insert(
+            "target".into(),
+            Value::Map(
+                target
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+        );
+        let mut text = String::new();
+        if super::yaml::write_document(&mut text, &Value::Map(config)).is_err() {
+            text.clear();
+        }
+        return Err(Error::invalid(format!(
+            "trouble configuring builtin PatchJson6902Transformer with config: `\n{text}`: must specify the target name"
+        )));
+    }
     let text = patch_text(loader, p, "patchesJson6902")?;
     // kustomize: an empty file is an error, text that reads as null is no
     // patch, an empty list of operations is an error
@@ -762,7 +803,12 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
             "must specify a target for patch {text}"
         )));
     };
-    let target = Selector::from_value(t, "patchesJson6902.target").map_err(Error::invalid)?;
+    let target = if p.from_plugin {
+        Selector::from_value_lenient(t, "patchesJson6902.target")
+    } else {
+        Selector::from_value(t, "patchesJson6902.target")
+    }
+    .map_err(Error::invalid)?;
     let schema = Schema::builtin();
     let hits = select(m, &target, &schema)?;
     // the legacy field runs after the name, namespace, label and annotation

@@ -27,7 +27,7 @@ use super::resource::{ResMap, Resource};
 use super::transform::{self, SubjectMode};
 use super::yaml::{Mapping, Value, parse};
 
-mod config;
+pub(crate) mod config;
 mod external;
 
 /// Builtin plugin kinds kustomize 5.5 can load from `generators:` /
@@ -303,33 +303,33 @@ pub fn run_generators(t: &dyn Layer, entries: &[String]) -> Result<Vec<Resource>
     Ok(out)
 }
 
+/// kustomize's IAMPolicyGenerator: it writes the ServiceAccount as YAML
+/// text with the configured values pasted in, then reads it, so a value
+/// that is not plain YAML text changes or breaks the document the same way
+/// here.
 fn iam_policy(obj: &Value) -> Result<Resource> {
     let cloud = s(field(obj, "cloud"));
     if cloud != "gke" {
         return Err(Error::invalid(format!(
-            "IAMPolicyGenerator: cloud '{cloud}' is not supported (only gke)"
+            "cloud provider {cloud} not supported yet"
         )));
     }
     let ns = s(obj.get_path(&["kubernetesService", "namespace"]));
     let ksa = s(obj.get_path(&["kubernetesService", "name"]));
     let gsa = s(obj.get_path(&["serviceAccount", "name"]));
     let project = s(obj.get_path(&["serviceAccount", "projectId"]));
-    let mut ann = Mapping::new();
-    ann.insert(
-        "iam.gke.io/gcp-service-account".into(),
-        Value::String(format!("{gsa}@{project}.iam.gserviceaccount.com")),
+    let mut text = format!(
+        "\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  annotations:\n    iam.gke.io/gcp-service-account: {gsa}@{project}.iam.gserviceaccount.com\n  name: {ksa}\n"
     );
-    let mut meta = Mapping::new();
-    meta.insert("annotations".into(), Value::Map(ann));
-    meta.insert("name".into(), Value::String(ksa));
     if !ns.is_empty() {
-        meta.insert("namespace".into(), Value::String(ns));
+        text.push_str(&format!("\n  namespace: {ns}"));
     }
-    let mut m = Mapping::new();
-    m.insert("apiVersion".into(), Value::from("v1"));
-    m.insert("kind".into(), Value::from("ServiceAccount"));
-    m.insert("metadata".into(), Value::Map(meta));
-    Ok(Resource::new(Value::Map(m)))
+    let doc = parse::parse_documents_strict(&text)
+        .map_err(|e| Error::invalid(e.message))?
+        .into_iter()
+        .next()
+        .unwrap_or(Value::Null);
+    Ok(Resource::new(doc))
 }
 
 /// Runs the `transformers:` entries on the accumulated resources (inline
@@ -584,6 +584,7 @@ fn run_builtin_transformer(
                 path: s(field(obj, "path")),
                 patch: s(field(obj, "jsonOp")),
                 target: field(obj, "target").cloned(),
+                from_plugin: true,
                 ..Default::default()
             };
             patches::apply_json6902_entry(t.loader(), m, &p)
@@ -653,7 +654,10 @@ fn value_add_targets(
             let selector = field(t, "selector")
                 .filter(|v| !v.is_null())
                 .map(|v| {
-                    super::selector::Selector::from_value(v, "ValueAddTransformer.targets.selector")
+                    super::selector::Selector::from_value_lenient(
+                        v,
+                        "ValueAddTransformer.targets.selector",
+                    )
                 })
                 .transpose()?;
             let field_path = s(field(t, "fieldPath"));

@@ -310,6 +310,8 @@ impl<'o> Target<'o> {
             }
             // only the first document counts (sigs.k8s.io/yaml)
             if let Some(d) = docs.first() {
+                plugins::config::check_transformer_config(d)
+                    .map_err(|e| Error::invalid(format!("{c}: {e}")))?;
                 let tc = TransformerConfig::from_value(d, c)?;
                 custom.merge(&tc)?;
             }

@@ -115,6 +115,54 @@ fn set_ns_value(v: &mut Value, ns: &str, unset_only: bool) {
     *v = Value::from(ns);
 }
 
+/// The namespace of a binding's subjects: those named `default`, or every
+/// ServiceAccount. A subject, or the field that selects it, of the wrong
+/// kind is kyaml's error.
+fn set_subject_namespaces(
+    r: &mut Resource,
+    ns: &str,
+    unset_only: bool,
+    subjects: SubjectMode,
+) -> Result<()> {
+    let subs = match r.obj.get_mut("subjects") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Seq(subs)) => subs,
+        Some(other) => return Err(wrong_kind(Leaf::Seq, other)),
+    };
+    let (field, want, what) = match subjects {
+        SubjectMode::AllServiceAccounts => ("kind", "ServiceAccount", "kind"),
+        _ => ("name", "default", "name"),
+    };
+    for s in subs.iter_mut() {
+        let sm = match s {
+            Value::Null => continue,
+            Value::Map(sm) => sm,
+            other => {
+                return Err(wrong_kind(Leaf::Map, other).context(format!(
+                    "looking up {what} on (cluster)role binding subject"
+                )));
+            }
+        };
+        let hit = match sm.get(field) {
+            None | Some(Value::Null) => false,
+            Some(v) if !settable(v, Leaf::Scalar) => {
+                return Err(wrong_kind(Leaf::Scalar, v).context(format!(
+                    "looking up {what} on (cluster)role binding subject"
+                )));
+            }
+            Some(v) => v.scalar_to_string().as_deref() == Some(want),
+        };
+        if hit {
+            let slot = sm.entry("namespace".to_string()).or_insert(Value::Null);
+            if !settable(slot, Leaf::Scalar) {
+                return Err(wrong_kind(Leaf::Scalar, slot));
+            }
+            set_ns_value(slot, ns, unset_only);
+        }
+    }
+    Ok(())
+}
+
 /// Sets the namespace of every namespaced resource (plus the configured
 /// fields: Namespace names, APIService and CRD webhook services, binding
 /// subjects).
@@ -174,26 +222,9 @@ pub fn namespace_resource(
         set_ns_value(slot, ns, unset_only);
     }
     let is_binding = gvk.kind == "RoleBinding" || gvk.kind == "ClusterRoleBinding";
-    if is_binding
-        && subjects != SubjectMode::None
-        && let Some(Value::Seq(subs)) = r.obj.get_mut("subjects")
-    {
-        for s in subs.iter_mut() {
-            let Some(sm) = s.as_map_mut() else { continue };
-            let hit = match subjects {
-                SubjectMode::DefaultOnly => {
-                    sm.get("name").and_then(Value::as_str) == Some("default")
-                }
-                SubjectMode::AllServiceAccounts => {
-                    sm.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
-                }
-                SubjectMode::None => false,
-            };
-            if hit {
-                let slot = sm.entry("namespace".to_string()).or_insert(Value::Null);
-                set_ns_value(slot, ns, unset_only);
-            }
-        }
+    if is_binding && subjects != SubjectMode::None {
+        set_subject_namespaces(r, ns, unset_only, subjects)
+            .map_err(|e| e.context("setting namespace on (cluster)role binding subjects"))?;
     }
     for fs in specs {
         // metadata/namespace is handled above; metadata/name (Namespace

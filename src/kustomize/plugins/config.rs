@@ -368,6 +368,45 @@ static VALUE_ADD: GoStruct = plugin!(
     ]
 );
 
+static NAME_BACK_REFERENCES: GoStruct = GoStruct {
+    name: "NameBackReferences",
+    go: "builtinconfig.NameBackReferences",
+    fields: &[embed(&GVK), f("fieldSpecs", FS_SLICE)],
+};
+
+const FS_SLICE: Ty = Ty::Slice("types.FsSlice", &Ty::Struct(&FIELD_SPEC));
+
+static TRANSFORMER_CONFIG: GoStruct = GoStruct {
+    name: "TransformerConfig",
+    go: "builtinconfig.TransformerConfig",
+    fields: &[
+        f("namePrefix", FS_SLICE),
+        f("nameSuffix", FS_SLICE),
+        f("namespace", FS_SLICE),
+        f("commonLabels", FS_SLICE),
+        f("labels", FS_SLICE),
+        f("templateLabels", FS_SLICE),
+        f("commonAnnotations", FS_SLICE),
+        f(
+            "nameReference",
+            Ty::Slice("builtinconfig.nbrSlice", &Ty::Struct(&NAME_BACK_REFERENCES)),
+        ),
+        f("varReference", FS_SLICE),
+        f("images", FS_SLICE),
+        f("replicas", FS_SLICE),
+    ],
+};
+
+/// Checks the types of a `configurations:` file's document as kustomize
+/// decodes it (`sigs.k8s.io/yaml` into its TransformerConfig); unknown
+/// fields are left to the caller.
+pub(crate) fn check_transformer_config(doc: &Value) -> Result<(), String> {
+    let ty = Ty::Struct(&TRANSFORMER_CONFIG);
+    let converted = to_json(doc, Some(&ty));
+    decode(&converted, &ty, &TRANSFORMER_CONFIG, &mut Vec::new())
+        .map_err(|e| format!("error unmarshaling JSON: while decoding JSON: {e}"))
+}
+
 /// The prefix and suffix plugins' struct, decoded by go-yaml v3.
 static PREFIX_SUFFIX_FIELD_SPECS: Ty = Ty::Slice("types.FsSlice", &Ty::Struct(&FIELD_SPEC));
 
