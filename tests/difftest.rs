@@ -18,6 +18,11 @@ fn on_path(cmd: &str) -> bool {
 /// Runs `tools/<script>` on 40 trees from `seed` against this `krmsync`
 /// and checks that all of them pass.
 fn forty_trees(script: &str, label: &str, seed: u64) {
+    forty_trees_with(script, label, seed, &[]);
+}
+
+/// [`forty_trees`] with extra arguments for the script.
+fn forty_trees_with(script: &str, label: &str, seed: u64, extra: &[&std::ffi::OsStr]) {
     if !on_path("python3") || !on_path("kubectl") {
         println!("{label}: not run: python3 or kubectl is not on PATH");
         return;
@@ -30,6 +35,7 @@ fn forty_trees(script: &str, label: &str, seed: u64) {
                 .join(script),
         )
         .args(["--trees", "40", "--seed", &seed.to_string()])
+        .args(extra)
         .arg("--krmsync")
         .arg(env!("CARGO_BIN_EXE_krmsync"))
         .arg("--keep")
@@ -66,4 +72,30 @@ fn random_helm_charts_build_like_kubectl_kustomize() {
 #[test]
 fn random_yaml_syntax_builds_like_kubectl_kustomize() {
     forty_trees("difftest_yaml.py", "difftest-yaml", 3_000_000);
+}
+
+/// The same for the conformance corpus's own trees, mutated
+/// (`tools/difftest_mutate.py`): values of the wrong type, keys removed or
+/// renamed, kustomization fields spliced in from other cases. Mostly error
+/// agreement: both tools must refuse the same trees.
+#[test]
+fn mutated_corpus_trees_build_like_kubectl_kustomize() {
+    let corpus = std::env::var_os("KRMSYNC_CONFORMANCE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/cases")
+        });
+    if !corpus.is_dir() {
+        println!(
+            "difftest-mutate: not run: no conformance corpus at {}",
+            corpus.display()
+        );
+        return;
+    }
+    forty_trees_with(
+        "difftest_mutate.py",
+        "difftest-mutate",
+        4_000_000,
+        &["--corpus".as_ref(), corpus.as_os_str()],
+    );
 }

@@ -4074,3 +4074,35 @@ fn more_typed_decoding_and_walking() {
         "yaml: line 6: found character that cannot start any token"
     );
 }
+
+// Rule: a field spec with an empty path fails where it applies ("cannot
+// set or create an empty field name"), and name references walk their
+// field paths even when nothing could be referred to, so a scalar in the
+// middle of one fails.
+#[test]
+fn empty_field_spec_paths_and_name_reference_walks_fail() {
+    let e = with_plugin(
+        "transformers",
+        "apiVersion: builtin\nkind: LabelTransformer\nmetadata:\n  name: x\nlabels: {a: b}\nfieldSpecs: [{}]\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.ends_with("cannot set or create an empty field name"),
+        "{e}"
+    );
+    let e = err(
+        &[
+            (
+                "/r/d.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      volumes: x\n",
+            ),
+            ("/r/kustomization.yaml", "resources: [d.yaml]\n"),
+        ],
+        "/r",
+    );
+    assert!(
+        e.starts_with("updating name reference in 'spec/template/spec/volumes/configMap/name' field of 'Deployment.v1.apps/d.[noNs]'"),
+        "{e}"
+    );
+}

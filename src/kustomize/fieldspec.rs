@@ -134,6 +134,9 @@ pub fn walk(
     leaf: Leaf,
     f: &mut dyn FnMut(&mut Value) -> Result<()>,
 ) -> Result<()> {
+    if spec.parts.is_empty() {
+        return Err(Error::invalid("cannot set or create an empty field name"));
+    }
     walk_parts(
         obj,
         &spec.parts,
@@ -151,6 +154,9 @@ pub fn walk_with_path(
     leaf: Leaf,
     f: &mut dyn FnMut(&[PathSeg], &mut Value) -> Result<()>,
 ) -> Result<()> {
+    if spec.parts.is_empty() {
+        return Err(Error::invalid("cannot set or create an empty field name"));
+    }
     walk_parts(obj, &spec.parts, spec.create, leaf, &mut Vec::new(), f)
 }
 

@@ -206,9 +206,8 @@ pub fn fix_name_references(
     for r in m.resources() {
         check_subject_namespaces(r)?;
     }
-    if by_prev_name.is_empty() {
-        return Ok(());
-    }
+    // with nothing to refer to, the walk still runs: kustomize fails on a
+    // scalar in the middle of a referrer's field path all the same
     let org_namespaces = cands
         .iter()
         .filter(|c| !c.cluster_scoped)
