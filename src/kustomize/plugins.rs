@@ -277,7 +277,12 @@ pub fn run_generators(t: &dyn Layer, entries: &[String]) -> Result<Vec<Resource>
                     t.config_origin(&kind, &cfg.name(), origin.as_ref().map(|o| o.path.as_str()));
                 out.push(r);
             }
-            "IAMPolicyGenerator" => out.push(iam_policy(obj)?),
+            "IAMPolicyGenerator" => {
+                let mut r = iam_policy(obj)?;
+                r.origin =
+                    t.config_origin(&kind, &cfg.name(), origin.as_ref().map(|o| o.path.as_str()));
+                out.push(r);
+            }
             "HelmChartInflationGenerator" => {
                 let (globals, chart) = super::kustomization::decode_helm_plugin_config(obj)?;
                 let o =
