@@ -4106,3 +4106,26 @@ fn empty_field_spec_paths_and_name_reference_walks_fail() {
         "{e}"
     );
 }
+
+// Rule: with `buildMetadata: [originAnnotations]`, an IAMPolicyGenerator's
+// ServiceAccount records the generator and the file that configured it.
+#[test]
+fn iam_policy_generator_records_its_origin() {
+    let out = ok(
+        &[
+            (
+                "/r/gen.yaml",
+                "apiVersion: builtin\nkind: IAMPolicyGenerator\nmetadata:\n  name: g\ncloud: gke\nkubernetesService: {name: k}\nserviceAccount: {name: s, projectId: p}\n",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "generators: [gen.yaml]\nbuildMetadata: [originAnnotations]\n",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out,
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  annotations:\n    config.kubernetes.io/origin: |\n      configuredIn: gen.yaml\n      configuredBy:\n        apiVersion: builtin\n        kind: IAMPolicyGenerator\n        name: g\n    iam.gke.io/gcp-service-account: s@p.iam.gserviceaccount.com\n  name: k\n"
+    );
+}
