@@ -430,7 +430,8 @@ struct Dec<'a> {
     lenient: bool,
 }
 
-fn go_type_of(v: &Value) -> &'static str {
+/// What Go calls a JSON value in its messages (`number`, `array`, ...).
+pub(crate) fn go_type_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

@@ -712,14 +712,7 @@ impl GoDecoder {
     }
 
     fn json_kind(v: &Value) -> String {
-        match v {
-            Value::Null => "null".into(),
-            Value::Bool(_) => "bool".into(),
-            Value::Int(_) | Value::UInt(_) | Value::Float(_) => "number".into(),
-            Value::String(_) => "string".into(),
-            Value::Seq(_) => "array".into(),
-            Value::Map(_) => "object".into(),
-        }
+        super::kustomization::go_type_of(v).to_string()
     }
 
     /// Go's `UnmarshalTypeError` text for a field.

@@ -14,6 +14,7 @@
 //! YAML-to-JSON step looks a promoted field up in the embedded struct's
 //! place, so its numbers are not turned into text).
 
+use super::super::kustomization::go_type_of;
 use super::super::yaml::{Mapping, Value, write_document};
 
 /// A Go type, as decoding sees it.
@@ -523,18 +524,6 @@ fn to_json(v: &Value, target: Option<&Ty>) -> Value {
     }
 }
 
-/// What Go calls a JSON value in its messages.
-fn json_kind(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(_) => "bool".into(),
-        Value::Int(_) | Value::UInt(_) | Value::Float(_) => "number".into(),
-        Value::String(_) => "string".into(),
-        Value::Seq(_) => "array".into(),
-        Value::Map(_) => "object".into(),
-    }
-}
-
 fn type_name(ty: &Ty) -> &'static str {
     match ty {
         Ty::Str(n) | Ty::Int(n) | Ty::Slice(n, _) | Ty::Map(n, _) => n,
@@ -604,7 +593,7 @@ fn decode(
             }
             Ok(())
         }
-        _ => mismatch(json_kind(v)),
+        _ => mismatch(go_type_of(v).to_string()),
     }
 }
 
