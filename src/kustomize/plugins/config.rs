@@ -643,6 +643,12 @@ fn check_v3_plugin(field: &str, config: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The YAML 1.1 words go-yaml v3 still decodes into a bool field.
+const V3_BOOL_WORDS: [&str; 16] = [
+    "y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "n", "N", "no", "No", "NO", "off", "Off",
+    "OFF",
+];
+
 /// A v3 decoding of `v` (at `path` in `config`) into `ty`; errors are
 /// collected.
 fn yaml3(v: &Value, ty: &'static Ty, path: &[&str], config: &Value, errors: &mut Vec<String>) {
@@ -660,24 +666,7 @@ fn yaml3(v: &Value, ty: &'static Ty, path: &[&str], config: &Value, errors: &mut
         (Ty::Str(_), _) => true,
         (Ty::Bool, Value::Bool(_)) => true,
         // v3 still reads YAML 1.1 spellings into a bool field
-        (Ty::Bool, Value::String(b)) => matches!(
-            b.as_str(),
-            "y" | "Y"
-                | "yes"
-                | "Yes"
-                | "YES"
-                | "on"
-                | "On"
-                | "ON"
-                | "n"
-                | "N"
-                | "no"
-                | "No"
-                | "NO"
-                | "off"
-                | "Off"
-                | "OFF"
-        ),
+        (Ty::Bool, Value::String(b)) => V3_BOOL_WORDS.contains(&b.as_str()),
         (Ty::Slice(_, elem), Value::Seq(items)) => {
             for (i, item) in items.iter().enumerate() {
                 let index = i.to_string();
