@@ -4129,3 +4129,59 @@ fn iam_policy_generator_records_its_origin() {
         "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  annotations:\n    config.kubernetes.io/origin: |\n      configuredIn: gen.yaml\n      configuredBy:\n        apiVersion: builtin\n        kind: IAMPolicyGenerator\n        name: g\n    iam.gke.io/gcp-service-account: s@p.iam.gserviceaccount.com\n  name: k\n"
     );
 }
+
+// Rule: a number (or `-`) in a field spec path is a list index to kyaml, so
+// it fails on a map; an `openapi:` field with neither `path` nor a
+// non-empty `version` chooses no schema (a base's custom one still
+// applies).
+#[test]
+fn numeric_field_spec_elements_and_openapi_without_a_choice() {
+    for (path, want) in [
+        (
+            "spec/0",
+            "fieldName: 0: wrong node kind: expected SequenceNode but got MappingNode",
+        ),
+        (
+            "metadata/-1",
+            "fieldName: -1: array index -1 cannot be negative",
+        ),
+    ] {
+        let e = with_plugin(
+            "transformers",
+            &format!(
+                "apiVersion: builtin\nkind: LabelTransformer\nmetadata:\n  name: x\nlabels: {{a: b}}\nfieldSpecs: [{{path: \"{path}\", create: true}}]\n"
+            ),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(want), "{path}: {e}");
+    }
+    let schema = r#"{"definitions": {"v1alpha1.MyCRD": {"properties": {"spec": {"properties": {"containers": {"type": "array", "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge", "items": {"type": "object"}}}}}, "x-kubernetes-group-version-kind": [{"group": "example.com", "kind": "MyCRD", "version": "v1alpha1"}]}}}"#;
+    let out = ok(
+        &[
+            ("/r/base/schema.json", schema),
+            (
+                "/r/base/crd.yaml",
+                "apiVersion: example.com/v1alpha1\nkind: MyCRD\nmetadata:\n  name: s\nspec:\n  containers:\n  - name: a\n    image: x\n",
+            ),
+            (
+                "/r/base/kustomization.yaml",
+                "resources: [crd.yaml]\nopenapi: {path: schema.json}\n",
+            ),
+            (
+                "/r/overlay/p.yaml",
+                "apiVersion: example.com/v1alpha1\nkind: MyCRD\nmetadata:\n  name: s\nspec:\n  containers:\n  - name: a\n    command: [y]\n",
+            ),
+            (
+                "/r/overlay/kustomization.yaml",
+                "resources: [../base]\npatches: [{path: p.yaml}]\nopenapi: {other: x}\n",
+            ),
+        ],
+        "/r/overlay",
+    );
+    // merged by name under the base's schema, not replaced
+    assert!(
+        out.contains("  - command:\n    - \"y\"\n    image: x\n"),
+        "{out}"
+    );
+}

@@ -186,6 +186,17 @@ fn walk_parts(
                 Some(f) => (f, true),
                 None => (first.as_str(), false),
             };
+            // kyaml reads a number (or `-`) in the path as a list index,
+            // which a map cannot take
+            if field == "-" || go_atoi(field).is_some() {
+                let e = match go_atoi(field) {
+                    Some(i) if i < 0 => {
+                        Error::invalid(format!("array index {i} cannot be negative"))
+                    }
+                    _ => wrong_kind(Leaf::Seq, node),
+                };
+                return Err(e.context(format!("fieldName: {field}")));
+            }
             if !m.contains_key(field) {
                 if !create || is_seq {
                     return Ok(());
@@ -220,6 +231,15 @@ fn walk_parts(
             "expected sequence or mapping node at '{first}'"
         ))),
     }
+}
+
+/// Go's `strconv.Atoi`: an optional sign and decimal digits.
+fn go_atoi(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<i64>().ok()
 }
 
 /// One `nameReference` entry: a referenced kind and the fields that refer to it.

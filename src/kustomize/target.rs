@@ -228,7 +228,13 @@ impl<'o> Target<'o> {
             )));
         }
         let kust = Kustomization::decode(&doc, &path.display().to_string())?;
-        if !kust.openapi.is_empty() {
+        // kustomize chooses a schema only for a `path`, or a `version`
+        // that is not empty; other keys are not read
+        let chooses = kust
+            .openapi
+            .iter()
+            .any(|(k, v)| k == "path" || (k == "version" && !v.is_empty()));
+        if chooses {
             let nested = build_metadata.is_some();
             let schema = load_openapi(&loader, &kust.openapi, nested)?;
             let mut chosen = ctx.chosen_schema.borrow_mut();
