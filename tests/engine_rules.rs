@@ -4185,3 +4185,35 @@ fn numeric_field_spec_elements_and_openapi_without_a_choice() {
         "{out}"
     );
 }
+
+// Rule: a `patchesStrategicMerge` entry that reads as empty YAML is patch
+// text of no patch; when no entry gives a patch, the field fails as
+// kustomize's PatchStrategicMergeTransformer configuration does.
+#[test]
+fn empty_strategic_merge_entries_are_no_patch() {
+    let build = |entries: &str| {
+        render(
+            &[
+                ("/r/cm.yaml", CM),
+                (
+                    "/r/p.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n",
+                ),
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [cm.yaml]\npatchesStrategicMerge: [{entries}]\n"),
+                ),
+            ],
+            "/r",
+        )
+    };
+    assert!(
+        build("\"# x\", p.yaml")
+            .unwrap()
+            .contains("data:\n  a: b\n")
+    );
+    assert_eq!(
+        build("\"# x\", \"{}\"").unwrap_err().to_string(),
+        "trouble configuring builtin PatchStrategicMergeTransformer with config: `\npaths:\n- '# x'\n- '{}'\n`: patch appears to be empty; files=[# x {}], Patch="
+    );
+}

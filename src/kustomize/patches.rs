@@ -355,6 +355,18 @@ fn smp_docs(docs: Option<Vec<MarkedDocument>>, lenient_ok: bool) -> Option<Vec<M
 pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<MarkedDocument>> {
     let mut out = Vec::new();
     for e in entries {
+        // an entry that reads as empty YAML (a comment, `null`, `{}`) is
+        // patch text of no patch, as kustomize reads it
+        if strict_patch_docs(e, PatchMeta::CopiedAsText).is_some_and(|docs| {
+            docs.iter().all(|d| match &d.value {
+                Value::Null => true,
+                Value::Map(m) => m.is_empty(),
+                Value::Seq(s) => s.is_empty(),
+                _ => false,
+            })
+        }) {
+            continue;
+        }
         if let Some(docs) = parse_smp_docs(e, PatchMeta::CopiedAsText) {
             out.extend(docs);
             continue;

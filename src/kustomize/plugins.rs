@@ -582,6 +582,13 @@ fn run_builtin_transformer(
             if !inline.trim().is_empty() {
                 loaded.extend(patches::inline_strategic_merge(&inline)?);
             }
+            if loaded.is_empty() {
+                return Err(Error::invalid(format!(
+                    "plugin {} fails configuration: patch appears to be empty; files=[{}], Patch={inline}",
+                    config_id(obj),
+                    paths.join(" ")
+                )));
+            }
             patches::apply_strategic_merge_by_id(m, &loaded, &schema)
         }
         "PatchJson6902Transformer" => {

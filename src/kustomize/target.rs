@@ -538,6 +538,24 @@ impl<'o> Target<'o> {
         let schema = &self.ctx.schema();
         if !k.patches_strategic_merge.is_empty() {
             let loaded = patches::load_strategic_merge(&self.loader, &k.patches_strategic_merge)?;
+            if loaded.is_empty() {
+                // every entry read as empty patch text
+                let mut config = String::new();
+                let paths: Vec<Value> = k
+                    .patches_strategic_merge
+                    .iter()
+                    .map(|p| Value::from(p.as_str()))
+                    .collect();
+                let mut m = super::yaml::Mapping::new();
+                m.insert("paths".into(), Value::Seq(paths));
+                if super::yaml::write_document(&mut config, &Value::Map(m)).is_err() {
+                    config.clear();
+                }
+                return Err(Error::invalid(format!(
+                    "trouble configuring builtin PatchStrategicMergeTransformer with config: `\n{config}`: patch appears to be empty; files=[{}], Patch=",
+                    k.patches_strategic_merge.join(" ")
+                )));
+            }
             patches::apply_strategic_merge_by_id(&mut ra.resources, &loaded, schema)?;
             self.record(ra, "PatchStrategicMergeTransformer");
         }
