@@ -4217,3 +4217,41 @@ fn empty_strategic_merge_entries_are_no_patch() {
         "trouble configuring builtin PatchStrategicMergeTransformer with config: `\npaths:\n- '# x'\n- '{}'\n`: patch appears to be empty; files=[# x {}], Patch="
     );
 }
+
+// Rule: a `labels:` entry's field specs are decoded strictly as FieldSpecs;
+// a RoleBinding's `roleRef` is compared by the text of its fields, so
+// `apiGroup: 1` is no RBAC group and its `name` is not a reference.
+#[test]
+fn label_field_specs_typed_and_role_ref_group_as_text() {
+    let e = err(
+        &[
+            ("/r/cm.yaml", CM),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\nlabels:\n- pairs: {a: b}\n  fields:\n  - path: spec/x\n    version: {}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        e.ends_with("json: cannot unmarshal object into Go struct field FieldSpec.labels.fields.version of type string"),
+        "{e}"
+    );
+    let out = ok(
+        &[
+            (
+                "/r/r.yaml",
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: role\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: b\nroleRef:\n  apiGroup: 1\n  kind: ClusterRole\n  name: role\n",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "resources: [r.yaml]\nnamePrefix: p-\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        out.contains("roleRef:\n  apiGroup: 1\n  kind: ClusterRole\n  name: role\n"),
+        "{out}"
+    );
+}

@@ -765,11 +765,23 @@ fn decode_labels(parent: &Dec, v: &Value) -> Result<LabelEntry> {
         m,
         &["pairs", "includeSelectors", "includeTemplates", "fields"],
     )?;
+    let fields = d.seq(m, "fields", "[]types.FieldSpec")?;
+    // each field spec is decoded (strictly) as a FieldSpec
+    for f in fields {
+        if let Some(fm) = d.map(f, "fields", "types.FieldSpec")? {
+            let fd = d.child("FieldSpec", "fields");
+            let fm = &fd.canon(fm, &["group", "version", "kind", "path", "create"])?;
+            for k in ["group", "version", "kind", "path"] {
+                fd.string(fm, k)?;
+            }
+            fd.boolean(fm, "create")?;
+        }
+    }
     Ok(LabelEntry {
         pairs: d.string_map(m, "pairs")?,
         include_selectors: d.boolean(m, "includeSelectors")?,
         include_templates: d.boolean(m, "includeTemplates")?,
-        fields: d.seq(m, "fields", "[]types.FieldSpec")?.to_vec(),
+        fields: fields.to_vec(),
     })
 }
 

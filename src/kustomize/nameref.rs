@@ -247,11 +247,14 @@ pub fn fix_name_references(
                 }
             }
         }
-        let role_ref = match (
-            obj.str_at(&["roleRef", "apiGroup"]),
-            obj.str_at(&["roleRef", "kind"]),
-        ) {
-            (Some(g), Some(k)) => Some(Gvk::new(g, "", k)),
+        // the texts of the fields, whatever their type (`apiGroup: 1`)
+        let text = |f: &str| {
+            obj.get_path(&["roleRef", f])
+                .filter(|v| !v.is_null())
+                .and_then(Value::scalar_to_string)
+        };
+        let role_ref = match (text("apiGroup"), text("kind")) {
+            (Some(g), Some(k)) => Some(Gvk::new(&g, "", &k)),
             _ => None,
         };
         let referrer = Referrer {
