@@ -4255,3 +4255,117 @@ fn label_field_specs_typed_and_role_ref_group_as_text() {
         "{out}"
     );
 }
+
+// Rule: a resource is local (dropped from the output, still usable as a
+// name reference target) when it carries `config.kubernetes.io/local-config`
+// with any value but `false`: `"yes"`, `"TRUE"`, an empty or null value and
+// even a list count; only the text or boolean `false` keeps it.
+#[test]
+fn local_config_is_any_value_but_false() {
+    let values = [
+        ("\"yes\"", false),
+        ("true", false),
+        ("\"TRUE\"", false),
+        ("\"\"", false),
+        ("null", false),
+        ("[]", false),
+        ("\"False\"", false),
+        ("\"false\"", true),
+        ("false", true),
+    ];
+    let mut docs = String::new();
+    for (i, (v, _)) in values.iter().enumerate() {
+        docs.push_str(&format!(
+            "---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c{i}
+  annotations:
+    config.kubernetes.io/local-config: {v}
+"
+        ));
+    }
+    docs.push_str(
+        "---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  volumes:
+  - name: v
+    configMap:
+      name: c0
+",
+    );
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "namePrefix: x-\nresources: [r.yaml]\n",
+            ),
+            ("/r/r.yaml", &docs),
+        ],
+        "/r",
+    );
+    for (i, (v, kept)) in values.iter().enumerate() {
+        assert_eq!(
+            out.contains(&format!("\n  name: x-c{i}\n")),
+            *kept,
+            "local-config: {v}\n{out}"
+        );
+    }
+    // the dropped ConfigMap still renamed the Pod's reference to it
+    assert!(out.contains("      name: x-c0\n"), "{out}");
+}
+
+// Rule: in the legacy order, two Namespaces of which one is in the core
+// group compare their `group_version_kind` sort strings in reverse: a
+// Namespace without apiVersion (`~V`) comes before `v2`, which comes before
+// `v1`; core Namespaces come before those of other groups, which keep the
+// ascending order among themselves.
+#[test]
+fn legacy_order_of_namespaces_of_several_versions() {
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", "resources: [r.yaml]\n"),
+            (
+                "/r/r.yaml",
+                "apiVersion: v1
+kind: Namespace
+metadata: {name: a}
+---
+kind: Namespace
+metadata: {name: b}
+---
+apiVersion: v2
+kind: Namespace
+metadata: {name: c}
+---
+apiVersion: x.io/v1
+kind: Namespace
+metadata: {name: d}
+---
+apiVersion: a.io/v1
+kind: Namespace
+metadata: {name: e}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: g}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: q}
+",
+            ),
+        ],
+        "/r",
+    );
+    let names: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("  name: "))
+        .collect();
+    assert_eq!(names, ["b", "c", "a", "g", "e", "d", "q"], "{out}");
+}

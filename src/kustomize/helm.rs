@@ -414,7 +414,10 @@ pub fn inflate(
         // kustomize reads a chart's output as resources: bookkeeping
         // annotations in it count, and are removed, as in files
         super::function::absorb_build_annotations(&mut r);
-        res.push(r);
+        // and drops the local ones at once (`NewResMapFromRNodeSlice`)
+        if !super::is_local_config(&r) {
+            res.push(r);
+        }
     }
     Ok(res)
 }

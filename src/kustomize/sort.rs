@@ -1,6 +1,5 @@
 //! Output ordering: kustomize's "legacy" order and FIFO.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use super::resid::{Gvk, ResId};
@@ -94,15 +93,15 @@ pub fn legacy_sort(resources: &mut [Resource], first: &[String], last: &[String]
             if a.0 != b.0 {
                 return a.0.cmp(&b.0);
             }
+            // kustomize's `gvkLessThan`: two Namespaces, one of them in
+            // the core group, compare their sort strings the other way
+            // round (`~G` then sorts first, and so does `~V` among core
+            // ones)
             if ga.kind == "Namespace"
                 && gb.kind == "Namespace"
-                && (ga.group.is_empty() != gb.group.is_empty())
+                && (ga.group.is_empty() || gb.group.is_empty())
             {
-                return if ga.group.is_empty() {
-                    Ordering::Less
-                } else {
-                    Ordering::Greater
-                };
+                return b.1.cmp(&a.1);
             }
             return a.1.cmp(&b.1);
         }
