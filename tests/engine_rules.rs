@@ -4369,3 +4369,107 @@ metadata: {name: q}
         .collect();
     assert_eq!(names, ["b", "c", "a", "g", "e", "d", "q"], "{out}");
 }
+
+// Rule: JSON 6902 operations are decoded when the patch is configured,
+// whatever it targets: an item that is neither a map nor null fails
+// `patchesJson6902` with Go's JSON error (the operations as JSON, keys
+// sorted when they were YAML) and makes a `patches` entry neither a
+// strategic-merge nor a JSON patch, even when no resource is targeted.
+#[test]
+fn json_patch_operations_decoded_before_targets() {
+    let base = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+    let legacy = "resources: [r.yaml]
+patchesJson6902:
+- path: p.yaml
+  target: {kind: Nope, name: x}
+";
+    for (patch, json, t) in [
+        ("- - nginx\n", "[[\"nginx\"]]", "array"),
+        (
+            "- {op: add, path: /x, value: {b: 1, a: 2}}\n- 3\n",
+            "[{\"op\":\"add\",\"path\":\"/x\",\"value\":{\"a\":2,\"b\":1}},3]",
+            "number",
+        ),
+        (
+            "[{\"op\": \"add\"}, \"s\"]",
+            "[{\"op\": \"add\"}, \"s\"]",
+            "string",
+        ),
+    ] {
+        let e = err(
+            &[
+                ("/r/kustomization.yaml", legacy),
+                ("/r/r.yaml", base),
+                ("/r/p.yaml", patch),
+            ],
+            "/r",
+        );
+        assert!(
+            e.contains(&format!(
+                "with config: `\npath: p.yaml\ntarget:\n  kind: Nope\n  name: x\n`: decoding {json}: json: cannot unmarshal {t} into Go value of type jsonpatch.Operation"
+            )),
+            "{e}"
+        );
+        let e = err(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    "resources: [r.yaml]\npatches:\n- path: p.yaml\n  target: {kind: Nope}\n",
+                ),
+                ("/r/r.yaml", base),
+                ("/r/p.yaml", patch),
+            ],
+            "/r",
+        );
+        assert!(
+            e.contains("unable to parse SM or JSON patch from [path: \"p.yaml\"]"),
+            "{e}"
+        );
+    }
+    // null items are operations of nothing: no error when nothing is targeted
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", legacy),
+            ("/r/r.yaml", base),
+            ("/r/p.yaml", "- null\n"),
+        ],
+        "/r",
+    );
+    assert!(out.contains("name: c\n"), "{out}");
+}
+
+// Rule: a generator's `merge` or `replace` keeps the transformations the
+// base recorded on the resource it replaces (kustomize merges the
+// annotations, the transformations record among them).
+#[test]
+fn generator_merge_and_replace_keep_recorded_transformations() {
+    let out = ok(
+        &[
+            (
+                "/r/base/kustomization.yaml",
+                "namePrefix: b-\nconfigMapGenerator:\n- name: m\n  literals: [a=1]\n- name: r\n  literals: [a=1]\n",
+            ),
+            (
+                "/r/ov/kustomization.yaml",
+                "buildMetadata: [transformerAnnotations]
+resources: [../base]
+configMapGenerator:
+- name: m
+  behavior: merge
+  literals: [b=2]
+- name: r
+  behavior: replace
+  literals: [c=3]
+",
+            ),
+        ],
+        "/r/ov",
+    );
+    let record = "    alpha.config.kubernetes.io/transformations: |
+      - configuredIn: ../base/kustomization.yaml
+        configuredBy:
+          apiVersion: builtin
+          kind: PrefixTransformer
+";
+    assert_eq!(out.matches(record).count(), 2, "{out}");
+}

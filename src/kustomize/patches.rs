@@ -467,6 +467,10 @@ enum JsonView {
     Null,
     /// A list: RFC 6902 operations.
     Ops(Value),
+    /// A list with an item that is neither an operation (a map) nor null:
+    /// Go's JSON decoding of the operations fails, with the Go JSON type
+    /// of the first such item.
+    BadOps(&'static str),
     /// Anything else (a map, a scalar).
     Other,
 }
@@ -476,7 +480,7 @@ impl JsonView {
         if text.starts_with('[') {
             // valid JSON that starts with `[` is an array
             return match serde_json::from_str::<serde_json::Value>(text) {
-                Ok(v) => JsonView::Ops(Value::from(&v)),
+                Ok(v) => JsonView::ops(Value::from(&v)),
                 Err(_) => JsonView::NotJson,
             };
         }
@@ -491,8 +495,20 @@ impl JsonView {
         };
         match docs.drain(..).next() {
             None | Some(Value::Null) => JsonView::Null,
-            Some(v @ Value::Seq(_)) => JsonView::Ops(v),
+            Some(v @ Value::Seq(_)) => JsonView::ops(v),
             Some(_) => JsonView::Other,
+        }
+    }
+
+    /// A list read as `jsonpatch.Patch` (a list of `map[string]*RawMessage`).
+    fn ops(v: Value) -> JsonView {
+        let bad = v.as_seq().into_iter().flatten().find_map(|op| match op {
+            Value::Map(_) | Value::Null => None,
+            other => Some(super::kustomization::go_type_of(other)),
+        });
+        match bad {
+            Some(t) => JsonView::BadOps(t),
+            None => JsonView::Ops(v),
         }
     }
 }
@@ -750,35 +766,9 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
             .and_then(Value::scalar_to_string)
             .is_none_or(|n| n.is_empty())
     {
-        let mut config = Mapping::new();
-        if !p.patch.is_empty() {
-            config.insert("jsonOp".into(), Value::from(p.patch.as_str()));
-        }
-        if !p.path.is_empty() {
-            config.insert("path".into(), Value::from(p.path.as_str()));
-        }
-        let mut target: Vec<(&String, &Value)> = t
-            .as_map()
-            .into_iter()
-            .flatten()
-            .filter(|(_, v)| v.scalar_to_string().is_none_or(|s| !s.is_empty()))
-            .collect();
-        target.sort_by(|a, b| a.0.cmp(b.0));
-        config.insert(
-            "target".into(),
-            Value::Map(
-                target
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            ),
-        );
-        let mut text = String::new();
-        if super::yaml::write_document(&mut text, &Value::Map(config)).is_err() {
-            text.clear();
-        }
         return Err(Error::invalid(format!(
-            "trouble configuring builtin PatchJson6902Transformer with config: `\n{text}`: must specify the target name"
+            "trouble configuring builtin PatchJson6902Transformer with config: `\n{}`: must specify the target name",
+            json6902_config_text(p, t)
         )));
     }
     let text = patch_text(loader, p, "patchesJson6902")?;
@@ -804,6 +794,26 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
             )));
         }
         JsonView::Ops(ops) => ops,
+        // decoded when the entry is configured, whatever it targets
+        JsonView::BadOps(t) => {
+            let json = if text.starts_with('[') {
+                text.clone()
+            } else {
+                parse::parse_documents(&text)
+                    .ok()
+                    .and_then(|d| d.into_iter().next())
+                    .and_then(|v| super::yaml::emit::to_go_json(&v).ok())
+                    .unwrap_or_else(|| text.clone())
+            };
+            let config = p
+                .target
+                .as_ref()
+                .map(|t| json6902_config_text(p, t))
+                .unwrap_or_default();
+            return Err(Error::invalid(format!(
+                "trouble configuring builtin PatchJson6902Transformer with config: `\n{config}`: decoding {json}: json: cannot unmarshal {t} into Go value of type jsonpatch.Operation"
+            )));
+        }
         JsonView::NotYaml | JsonView::NotJson | JsonView::Other => {
             return Err(Error::invalid(format!(
                 "patchesJson6902: the patch must be a list of operations: {text}"
@@ -840,4 +850,38 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
         .unwrap_or(Ok(()))?;
     }
     Ok(())
+}
+
+/// A `patchesJson6902:` entry as the PatchJson6902Transformer config that
+/// kustomize's configuration errors print: `jsonOp`, `path` and the
+/// target's non-empty fields, keys sorted.
+fn json6902_config_text(p: &PatchEntry, t: &Value) -> String {
+    let mut config = Mapping::new();
+    if !p.patch.is_empty() {
+        config.insert("jsonOp".into(), Value::from(p.patch.as_str()));
+    }
+    if !p.path.is_empty() {
+        config.insert("path".into(), Value::from(p.path.as_str()));
+    }
+    let mut target: Vec<(&String, &Value)> = t
+        .as_map()
+        .into_iter()
+        .flatten()
+        .filter(|(_, v)| v.scalar_to_string().is_none_or(|s| !s.is_empty()))
+        .collect();
+    target.sort_by(|a, b| a.0.cmp(b.0));
+    config.insert(
+        "target".into(),
+        Value::Map(
+            target
+                .into_iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+    );
+    let mut text = String::new();
+    if super::yaml::write_document(&mut text, &Value::Map(config)).is_err() {
+        text.clear();
+    }
+    text
 }

@@ -861,4 +861,9 @@ fn copy_merge_meta(r: &mut Resource, old: &Resource) {
     r.name_suffixes = old.name_suffixes.clone();
     r.needs_hash = old.needs_hash && r.needs_hash;
     r.ref_var_names = old.ref_var_names.clone();
+    // the transformations annotation is merged like any other: the new
+    // resource's own record wins, else the old one's stays
+    if r.transformations.is_empty() {
+        r.transformations = old.transformations.clone();
+    }
 }

@@ -28,6 +28,7 @@
 //! walking through a `null` that an earlier `add` stored) an error is
 //! returned instead. On error the target may have been partially modified.
 
+use crate::kustomize::kustomization::go_type_of;
 use crate::kustomize::patch::PatchError;
 use crate::kustomize::yaml::Value;
 
@@ -47,7 +48,7 @@ pub fn apply_json6902(target: &mut Value, ops: &Value) -> Result<(), PatchError>
         other => {
             return Err(PatchError(format!(
                 "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-                go_json_type(other)
+                go_type_of(other)
             )));
         }
     };
@@ -57,7 +58,7 @@ pub fn apply_json6902(target: &mut Value, ops: &Value) -> Result<(), PatchError>
             other => {
                 return Err(PatchError(format!(
                     "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
-                    go_json_type(other)
+                    go_type_of(other)
                 )));
             }
         };
@@ -66,7 +67,7 @@ pub fn apply_json6902(target: &mut Value, ops: &Value) -> Result<(), PatchError>
     if !matches!(target, Value::Map(_)) {
         return Err(PatchError(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            go_json_type(target)
+            go_type_of(target)
         )));
     }
     round_through_f64(target);
@@ -91,7 +92,7 @@ impl Operation<'_> {
             Some(Value::String(s)) => Ok(s),
             Some(other) => Err(format!(
                 "json: cannot unmarshal {} into Go value of type string",
-                go_json_type(other)
+                go_type_of(other)
             )),
         }
     }
@@ -476,18 +477,6 @@ fn round_through_f64(v: &mut Value) {
         Value::Map(m) => m.values_mut().for_each(round_through_f64),
         Value::Seq(items) => items.iter_mut().for_each(round_through_f64),
         _ => {}
-    }
-}
-
-/// Go's name of a JSON value's type in `json.Unmarshal` errors.
-fn go_json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Int(_) | Value::UInt(_) | Value::Float(_) => "number",
-        Value::String(_) => "string",
-        Value::Seq(_) => "array",
-        Value::Map(_) => "object",
     }
 }
 
