@@ -4473,3 +4473,39 @@ configMapGenerator:
 ";
     assert_eq!(out.matches(record).count(), 2, "{out}");
 }
+
+// Rule: a strategic-merge patch gets its resource's version as text before
+// the merge; over an `apiVersion` written as a list or a map that text
+// (empty: kyaml reads no version there) is a node of the wrong kind.
+#[test]
+fn patch_over_api_version_written_as_a_collection() {
+    for (api, node) in [("[v1]", "SequenceNode"), ("{a: 1}", "MappingNode")] {
+        let resource =
+            format!("apiVersion: {api}\nkind: X\nmetadata: {{name: a}}\nspec: {{bar: x}}\n");
+        for (kust, patch) in [
+            (
+                "resources: [r.yaml]\npatches:\n- path: p.yaml\n  target: {kind: X}\n",
+                "apiVersion: v1\nkind: X\nmetadata: {name: a}\nspec: {bar: y}\n",
+            ),
+            (
+                "resources: [r.yaml]\npatchesStrategicMerge:\n- p.yaml\n",
+                "kind: X\nmetadata: {name: a}\nspec: {bar: y}\n",
+            ),
+        ] {
+            let e = err(
+                &[
+                    ("/r/kustomization.yaml", kust),
+                    ("/r/r.yaml", &resource),
+                    ("/r/p.yaml", patch),
+                ],
+                "/r",
+            );
+            assert!(
+                e.contains(&format!(
+                    "wrong node kind: expected {node} but got ScalarNode: node contents:"
+                )),
+                "{e}"
+            );
+        }
+    }
+}

@@ -226,6 +226,20 @@ fn apply_smp_to_resource(
         allow_kind,
         gvk_copied,
     } = how;
+    // the copied version is text: kyaml's merge refuses it over a list or
+    // a map (kyaml reads no version from either, so the text is empty)
+    if gvk_copied {
+        let node = match r.obj.get("apiVersion") {
+            Some(Value::Seq(_)) => Some("SequenceNode"),
+            Some(Value::Map(_)) => Some("MappingNode"),
+            _ => None,
+        };
+        if let Some(node) = node {
+            return Err(Error::invalid(format!(
+                "wrong node kind: expected {node} but got ScalarNode: node contents:\n"
+            )));
+        }
+    }
     let mut p = patch.clone();
     let api = r.api_version().to_string();
     let api_absent = r.obj.get("apiVersion").is_none();
