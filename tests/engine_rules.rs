@@ -4509,3 +4509,61 @@ fn patch_over_api_version_written_as_a_collection() {
         }
     }
 }
+
+// Rule: kustomize keeps earlier names, namespaces and kinds in three
+// comma-separated annotations and panics when their lengths differ: a
+// renamed resource whose namespace holds a comma, or one renamed while a
+// patch had removed its name. krmsync refuses such a tree with the
+// panic's message.
+#[test]
+fn previous_ids_that_kustomize_cannot_read_back() {
+    let e = err(
+        &[(
+            "/r/kustomization.yaml",
+            "configMapGenerator:
+- name: test
+  namespace: 'a,b'
+  literals: [key=value]
+",
+        )],
+        "/r",
+    );
+    assert!(
+        e.contains("number of previous names, number of previous namespaces, number of previous kinds not equal"),
+        "{e}"
+    );
+    let e = err(
+        &[
+            (
+                "/r/b1/kustomization.yaml",
+                "namePrefix: a-\nresources: [r.yaml]\n",
+            ),
+            (
+                "/r/b1/r.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+            ),
+            (
+                "/r/b2/kustomization.yaml",
+                "resources: [../b1]\npatches:\n- target: {kind: ConfigMap}\n  patch: '[{\"op\": \"remove\", \"path\": \"/metadata/name\"}]'\n",
+            ),
+            (
+                "/r/ov/kustomization.yaml",
+                "namePrefix: b-\nresources: [../b2]\npatches:\n- target: {kind: ConfigMap}\n  patch: '[{\"op\": \"add\", \"path\": \"/metadata/name\", \"value\": \"x\"}]'\n",
+            ),
+        ],
+        "/r/ov",
+    );
+    assert!(e.contains("number of previous names"), "{e}");
+    // a comma in a namespace nothing renamed is no earlier id: it builds
+    let out = ok(
+        &[
+            ("/r/kustomization.yaml", "resources: [r.yaml]\n"),
+            (
+                "/r/r.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: 'a,b'}\n",
+            ),
+        ],
+        "/r",
+    );
+    assert!(out.contains("namespace: a,b"), "{out}");
+}

@@ -150,6 +150,40 @@ pub(crate) fn is_local_config(r: &Resource) -> bool {
         .is_some_and(|v| v.scalar_to_string().as_deref() != Some("false"))
 }
 
+/// kustomize records a resource's earlier ids in three comma-separated
+/// annotations (names, namespaces, kinds; an empty name or kind is not
+/// recorded) and reads them back, for every resource, when it fixes name
+/// references. A name, namespace or kind holding a comma, or a resource
+/// renamed while it had no name, makes the three lists differ in length,
+/// and kustomize panics there: refused here with its message.
+fn check_previous_ids(m: &ResMap) -> Result<()> {
+    for r in m.resources() {
+        let count = |part: fn(&resid::ResId) -> &str| {
+            let parts: Vec<&str> = r
+                .prev_ids
+                .iter()
+                .map(part)
+                .filter(|s| !s.is_empty())
+                .collect();
+            (!parts.is_empty()).then(|| parts.iter().map(|p| p.split(',').count()).sum::<usize>())
+        };
+        // without recorded names kustomize reads no earlier ids at all
+        let Some(names) = count(|id| &id.name) else {
+            continue;
+        };
+        let namespaces = count(|id| &id.namespace).unwrap_or(1);
+        let kinds = count(|id| &id.gvk.kind).unwrap_or(1);
+        if names != namespaces || names != kinds {
+            return Err(Error::invalid(format!(
+                "{}: number of previous names, number of previous namespaces, number of previous kinds not equal \
+                 (a name, namespace or kind holding a comma, or a resource renamed without a name: kustomize panics here)",
+                r.cur_id()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// kustomize's last step (`IgnoreLocal`): every resource is read again as a
 /// resource, so each needs a kind and, unless it is a `*List`, a name (a
 /// patch or a replacement may have removed them), and they make a new map,
@@ -195,6 +229,7 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
     let builtin = Schema::builtin();
     let mut m = ra.resources;
     add_hashes(&mut m, &builtin)?;
+    check_previous_ids(&m)?;
     nameref::fix_name_references(&mut m, &ra.config.name_reference, &builtin)?;
     vars::resolve_vars(&mut m, &ra.vars, &ra.config.var_reference)?;
     let m = ignore_local(m)?;
