@@ -4567,3 +4567,46 @@ fn previous_ids_that_kustomize_cannot_read_back() {
     );
     assert!(out.contains("namespace: a,b"), "{out}");
 }
+
+// Rule: kyaml reads `kind` and `apiVersion` as text whatever their YAML
+// type: `kind: 0` is the kind `0` (not a missing kind), selectors match
+// the text as written (`version: "1.50"` selects `apiVersion: 1.50`), and
+// the values print as numbers or booleans, as parsed.
+#[test]
+fn kind_and_api_version_written_as_numbers() {
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "namePrefix: p-
+resources: [r.yaml]
+patches:
+- target: {kind: \"0\"}
+  patch: '[{\"op\": \"add\", \"path\": \"/x\", \"value\": 1}]'
+- target: {version: \"1.50\"}
+  patch: '[{\"op\": \"add\", \"path\": \"/y\", \"value\": 1}]'
+",
+            ),
+            (
+                "/r/r.yaml",
+                "apiVersion: v1
+kind: 0
+metadata: {name: a}
+---
+apiVersion: 1.50
+kind: true
+metadata: {name: b}
+",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        out.contains("apiVersion: v1\nkind: 0\nmetadata:\n  name: p-a\nx: 1\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("apiVersion: 1.5\nkind: true\nmetadata:\n  name: p-b\n\"y\": 1\n"),
+        "{out}"
+    );
+}

@@ -70,10 +70,11 @@ pub fn named_or_list(doc: &Value) -> bool {
 /// its words: no `kind`, or no name on anything but a `*List`. `None`
 /// when the metadata will do.
 pub fn missing_metadata(doc: &Value) -> Option<String> {
+    // kyaml reads the kind's text whatever its type (`kind: 0` is `0`)
     if doc
         .get("kind")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
+        .and_then(Value::scalar_to_string)
+        .is_none_or(|k| k.is_empty())
     {
         return Some("missing Resource metadata: a resource must have a 'kind'".into());
     }

@@ -66,7 +66,7 @@ impl CompiledSelector {
         if self.namespace.is_some() {
             let api = r.api_version();
             let kind = r.kind();
-            let cur_eff = if !schema.is_namespaced(api, kind) {
+            let cur_eff = if !schema.is_namespaced(&api, &kind) {
                 super::resource::NON_NAMESPACEABLE
             } else if cur_ns.is_empty() {
                 "default"
@@ -87,10 +87,10 @@ impl CompiledSelector {
         }
         if self.group.is_some() || self.version.is_some() || self.kind.is_some() {
             let api = r.api_version();
-            let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+            let (group, version) = api.rsplit_once('/').unwrap_or(("", &api));
             if !Self::m(&self.group, group)
                 || !Self::m(&self.version, version)
-                || !Self::m(&self.kind, r.kind())
+                || !Self::m(&self.kind, &r.kind())
             {
                 return false;
             }

@@ -124,7 +124,7 @@ fn kind_of(cfg: &Resource) -> Result<(bool, String)> {
     if api == "builtin" && !builtin {
         return Err(Error::invalid(format!(
             "unable to load builtin {}",
-            Gvk::from_api_version(api, &kind).go_string()
+            Gvk::from_api_version(&api, &kind).go_string()
         )));
     }
     Ok((builtin, kind))

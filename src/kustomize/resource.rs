@@ -239,12 +239,14 @@ impl Resource {
         }
     }
 
-    pub fn api_version(&self) -> &str {
-        self.obj.str_at(&["apiVersion"]).unwrap_or("")
+    /// `apiVersion` as kyaml reads it (see [`Resource::scalar_text`]).
+    pub fn api_version(&self) -> Cow<'_, str> {
+        self.scalar_text(&["apiVersion"])
     }
 
-    pub fn kind(&self) -> &str {
-        self.obj.str_at(&["kind"]).unwrap_or("")
+    /// `kind` as kyaml reads it: `kind: 0600` is the kind `0600`.
+    pub fn kind(&self) -> Cow<'_, str> {
+        self.scalar_text(&["kind"])
     }
 
     /// `metadata.name` as kustomize reads it (see [`Resource::scalar_text`]):
@@ -271,7 +273,7 @@ impl Resource {
     }
 
     pub fn gvk(&self) -> Gvk {
-        Gvk::from_api_version(self.api_version(), self.kind())
+        Gvk::from_api_version(&self.api_version(), &self.kind())
     }
 
     pub fn cur_id(&self) -> ResId {

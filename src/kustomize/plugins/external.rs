@@ -127,7 +127,7 @@ pub fn load(t: &dyn Layer, cfg: &Resource, what: &str) -> Result<External> {
 /// (`OriginFromCustomPlugin`).
 pub fn origin(t: &dyn Layer, cfg: &Resource) -> Option<Origin> {
     t.config_origin(
-        cfg.kind(),
+        &cfg.kind(),
         &cfg.name(),
         cfg.origin.as_ref().map(|o| o.path.as_str()),
     )
