@@ -236,3 +236,35 @@ fn helm_is_refused_when_a_sandbox_is_required() {
     assert!(err.contains("helm runs unconfined"), "{err}");
     assert!(!f.log.exists(), "helm ran");
 }
+
+#[test]
+fn local_resources_of_a_chart_are_referred_to_then_dropped() {
+    // checked with `kubectl kustomize --enable-helm` and the same stand-in:
+    // the local ConfigMap is renamed, the Pod's reference follows, and the
+    // ConfigMap is left out of the output
+    let f = fixture("namePrefix: dev-\nhelmCharts:\n- name: web\n");
+    write(
+        &f.root.join("charts/web/templates/deployment.yaml"),
+        "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cfg
+  annotations:
+    config.kubernetes.io/local-config: \"yes\"
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  volumes:
+  - name: v
+    configMap:
+      name: cfg
+",
+    );
+    let out = stdout(&run_enabled(&f, &[]));
+    assert!(out.contains("      name: dev-cfg\n"), "{out}");
+    assert!(!out.contains("\n  name: dev-cfg\n"), "{out}");
+    assert!(!out.contains("local-config"), "{out}");
+}

@@ -414,10 +414,10 @@ pub fn inflate(
         // kustomize reads a chart's output as resources: bookkeeping
         // annotations in it count, and are removed, as in files
         super::function::absorb_build_annotations(&mut r);
-        // and drops the local ones at once (`NewResMapFromRNodeSlice`)
-        if !super::is_local_config(&r) {
-            res.push(r);
-        }
+        // local resources stay until the end of the build (kustomize reads
+        // the output with `NewResMapFromBytes`), so name references reach
+        // them as they reach local resources of files
+        res.push(r);
     }
     Ok(res)
 }

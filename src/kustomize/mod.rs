@@ -144,7 +144,7 @@ pub(crate) fn add_hashes(m: &mut ResMap, schema: &Schema) -> Result<()> {
 /// kustomize's `DropLocalNodes`: a resource is local when it has the
 /// `config.kubernetes.io/local-config` annotation with any value but
 /// `false` (`"yes"`, `"TRUE"` and an empty value all count).
-pub(crate) fn is_local_config(r: &Resource) -> bool {
+fn is_local_config(r: &Resource) -> bool {
     r.annotations()
         .and_then(|a| a.get(function::LOCAL_CONFIG_ANNOTATION))
         .is_some_and(|v| v.scalar_to_string().as_deref() != Some("false"))
