@@ -188,8 +188,10 @@ fn walk_parts(
             };
             // kyaml reads a number (or `-`) in the path as a list index,
             // which a map cannot take
-            if field == "-" || go_atoi(field).is_some() {
-                let e = match go_atoi(field) {
+            // (`str::parse` takes what Go's `strconv.Atoi` takes)
+            let index = field.parse::<i64>().ok();
+            if field == "-" || index.is_some() {
+                let e = match index {
                     Some(i) if i < 0 => {
                         Error::invalid(format!("array index {i} cannot be negative"))
                     }
@@ -231,15 +233,6 @@ fn walk_parts(
             "expected sequence or mapping node at '{first}'"
         ))),
     }
-}
-
-/// Go's `strconv.Atoi`: an optional sign and decimal digits.
-fn go_atoi(s: &str) -> Option<i64> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse::<i64>().ok()
 }
 
 /// One `nameReference` entry: a referenced kind and the fields that refer to it.

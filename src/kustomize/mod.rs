@@ -158,14 +158,14 @@ fn is_local_config(r: &Resource) -> bool {
 /// and kustomize panics there: refused here with its message.
 fn check_previous_ids(m: &ResMap) -> Result<()> {
     for r in m.resources() {
+        // the length of one annotation's list; `None` when nothing is recorded
         let count = |part: fn(&resid::ResId) -> &str| {
-            let parts: Vec<&str> = r
-                .prev_ids
+            r.prev_ids
                 .iter()
                 .map(part)
                 .filter(|s| !s.is_empty())
-                .collect();
-            (!parts.is_empty()).then(|| parts.iter().map(|p| p.split(',').count()).sum::<usize>())
+                .map(|s| s.split(',').count())
+                .reduce(|a, b| a + b)
         };
         // without recorded names kustomize reads no earlier ids at all
         let Some(names) = count(|id| &id.name) else {

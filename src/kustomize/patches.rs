@@ -366,19 +366,22 @@ fn smp_docs(docs: Option<Vec<MarkedDocument>>, lenient_ok: bool) -> Option<Vec<M
 }
 
 /// Loads `patchesStrategicMerge` entries (inline YAML or file paths).
+/// Whether patch documents read as empty YAML: nothing, null, `{}`, `[]`.
+fn all_empty(docs: &[MarkedDocument]) -> bool {
+    docs.iter().all(|d| match &d.value {
+        Value::Null => true,
+        Value::Map(m) => m.is_empty(),
+        Value::Seq(s) => s.is_empty(),
+        _ => false,
+    })
+}
+
 pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<MarkedDocument>> {
     let mut out = Vec::new();
     for e in entries {
         // an entry that reads as empty YAML (a comment, `null`, `{}`) is
         // patch text of no patch, as kustomize reads it
-        if strict_patch_docs(e, PatchMeta::CopiedAsText).is_some_and(|docs| {
-            docs.iter().all(|d| match &d.value {
-                Value::Null => true,
-                Value::Map(m) => m.is_empty(),
-                Value::Seq(s) => s.is_empty(),
-                _ => false,
-            })
-        }) {
+        if strict_patch_docs(e, PatchMeta::CopiedAsText).is_some_and(|d| all_empty(&d)) {
             continue;
         }
         if let Some(docs) = parse_smp_docs(e, PatchMeta::CopiedAsText) {
@@ -484,7 +487,7 @@ enum JsonView {
     /// A list with an item that is neither an operation (a map) nor null:
     /// Go's JSON decoding of the operations fails, with the Go JSON type
     /// of the first such item.
-    BadOps(&'static str),
+    BadOps { ops: Value, item: &'static str },
     /// Anything else (a map, a scalar).
     Other,
 }
@@ -521,7 +524,7 @@ impl JsonView {
             other => Some(super::kustomization::go_type_of(other)),
         });
         match bad {
-            Some(t) => JsonView::BadOps(t),
+            Some(item) => JsonView::BadOps { ops: v, item },
             None => JsonView::Ops(v),
         }
     }
@@ -589,14 +592,7 @@ pub fn apply_patch_entry(
     };
     let strict = strict_patch_docs(&text, meta);
     let json = JsonView::of(&text);
-    let empty_smp = strict.as_ref().is_some_and(|docs| {
-        docs.iter().all(|d| match &d.value {
-            Value::Null => true,
-            Value::Map(m) => m.is_empty(),
-            Value::Seq(s) => s.is_empty(),
-            _ => false,
-        })
-    });
+    let empty_smp = strict.as_deref().is_some_and(all_empty);
     if empty_smp && !text.is_empty() && matches!(json, JsonView::Null | JsonView::Ops(_)) {
         return Err(Error::invalid(format!(
             "trouble configuring builtin PatchTransformer: illegally qualifies as both an SM and JSON patch: {}",
@@ -809,15 +805,12 @@ pub fn apply_json6902_entry(loader: &Loader, m: &mut ResMap, p: &PatchEntry) -> 
         }
         JsonView::Ops(ops) => ops,
         // decoded when the entry is configured, whatever it targets
-        JsonView::BadOps(t) => {
+        JsonView::BadOps { ops, item: t } => {
+            // kustomize prints JSON text as written, YAML converted to JSON
             let json = if text.starts_with('[') {
                 text.clone()
             } else {
-                parse::parse_documents(&text)
-                    .ok()
-                    .and_then(|d| d.into_iter().next())
-                    .and_then(|v| super::yaml::emit::to_go_json(&v).ok())
-                    .unwrap_or_else(|| text.clone())
+                super::yaml::emit::to_go_json(&ops).unwrap_or_else(|_| text.clone())
             };
             let config = p
                 .target

@@ -711,10 +711,6 @@ impl GoDecoder {
         }
     }
 
-    fn json_kind(v: &Value) -> String {
-        super::kustomization::go_type_of(v).to_string()
-    }
-
     /// Go's `UnmarshalTypeError` text for a field.
     pub(crate) fn mismatch(&self, v: &Value, go_struct: &str, path: &str, go_type: &str) -> String {
         let kind = match v {
@@ -722,7 +718,7 @@ impl GoDecoder {
                 format!("number {}", crate::kustomize::yaml::format_float(*f))
             }
             Value::UInt(u) if go_type == "int" => format!("number {u}"),
-            other => Self::json_kind(other),
+            other => super::kustomization::go_type_of(other).to_string(),
         };
         let field = if go_struct.is_empty() {
             format!("json: cannot unmarshal {kind} into Go value of type {go_type}")
