@@ -1956,6 +1956,41 @@ async fn fail_nth_and_delay() {
     assert!(started.elapsed() < Duration::from_millis(500));
 }
 
+/// `crash_after(n, _)`: the first n writes are served (reads and dry-runs do
+/// not count), then every request fails; with `lose_response` the write at
+/// the crash point takes effect and only its answer is an error.
+#[tokio::test]
+async fn crash_after_counts_writes() {
+    for lose_response in [false, true] {
+        let fake = FakeApi::start().await;
+        let api: Api<ConfigMap> = Api::namespaced(fake.client(), "prod");
+        fake.crash_after(1, lose_response);
+        let pp = PostParams::default();
+        api.create(&pp, &cm("a", json!({}))).await.unwrap();
+        let dry = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        api.create(&dry, &cm("dry", json!({}))).await.unwrap();
+        api.get("a").await.unwrap();
+        assert!(!fake.crashed());
+        assert_eq!(
+            api_code(api.create(&pp, &cm("b", json!({}))).await.unwrap_err()),
+            500
+        );
+        assert!(fake.crashed());
+        assert_eq!(
+            fake.get("v1", "ConfigMap", Some("prod"), "b").is_some(),
+            lose_response
+        );
+        assert_eq!(api_code(api.get("a").await.unwrap_err()), 500);
+        fake.clear_failures();
+        assert!(!fake.crashed());
+        api.get("a").await.unwrap();
+        assert!(fake.get("v1", "ConfigMap", Some("prod"), "dry").is_none());
+    }
+}
+
 #[tokio::test]
 async fn kubeconfig_as_user_authenticates() {
     let fake = FakeApi::start().await;

@@ -68,8 +68,10 @@
 //!   existing uid are deleted too (finalizers respected).
 //! - **Faults**: [`FakeApi::fail`] (every matching request),
 //!   [`FakeApi::fail_nth`] (only the n-th matching one), [`FakeApi::delay`]
-//!   (matching requests are answered late); [`FakeApi::clear_failures`] clears
-//!   all three.
+//!   (matching requests are answered late); [`FakeApi::crash_after`] (the
+//!   client "dies" after a number of writes: every later request fails,
+//!   optionally after the last write took effect with its answer lost);
+//!   [`FakeApi::clear_failures`] clears all four.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
@@ -250,6 +252,22 @@ struct NthFailure {
     seen: usize,
 }
 
+/// A client crash: after `writes_left` more writes (non-dry-run POST, PUT,
+/// PATCH, DELETE) every request fails; with `lose_response` the write at the
+/// crash point is carried out first and only its answer is lost.
+struct Crash {
+    writes_left: usize,
+    lose_response: bool,
+    crashed: bool,
+}
+
+/// What the crash fault does with one request.
+enum CrashStep {
+    Serve,
+    Refuse,
+    ServeThenLose,
+}
+
 struct Delay {
     method: String,
     path_contains: String,
@@ -308,6 +326,7 @@ struct Store {
     failures: Vec<Failure>,
     nth_failures: Vec<NthFailure>,
     delays: Vec<Delay>,
+    crash: Option<Crash>,
     crd_establish: bool,
     rbac: bool,
     ns_lifecycle: bool,
@@ -373,6 +392,7 @@ impl FakeApi {
                 failures: Vec::new(),
                 nth_failures: Vec::new(),
                 delays: Vec::new(),
+                crash: None,
                 crd_establish: true,
                 rbac: false,
                 ns_lifecycle: false,
@@ -588,12 +608,38 @@ users:
         });
     }
 
-    /// Clears [`FakeApi::fail`], [`FakeApi::fail_nth`] and [`FakeApi::delay`].
+    /// Simulates the client dying after `writes` more writes (POST, PUT,
+    /// PATCH and DELETE that are not dry-runs; reads do not count): from the
+    /// next write on, every request fails with a 500, as if nobody were
+    /// sending them. With `lose_response`, that next write still takes
+    /// effect and only its answer is lost (the process died while the API
+    /// server committed it). Until [`FakeApi::clear_failures`].
+    pub fn crash_after(&self, writes: usize, lose_response: bool) {
+        self.h.shared.lock().crash = Some(Crash {
+            writes_left: writes,
+            lose_response,
+            crashed: false,
+        });
+    }
+
+    /// Whether the crash set by [`FakeApi::crash_after`] happened.
+    pub fn crashed(&self) -> bool {
+        self.h
+            .shared
+            .lock()
+            .crash
+            .as_ref()
+            .is_some_and(|c| c.crashed)
+    }
+
+    /// Clears [`FakeApi::fail`], [`FakeApi::fail_nth`], [`FakeApi::delay`]
+    /// and [`FakeApi::crash_after`].
     pub fn clear_failures(&self) {
         let mut st = self.h.shared.lock();
         st.failures.clear();
         st.nth_failures.clear();
         st.delays.clear();
+        st.crash = None;
     }
 
     /// Turns RBAC on or off (default off: every request is allowed).
@@ -2297,9 +2343,37 @@ async fn handle(
         user_agent,
         meta_only: header_str(header::ACCEPT).contains("as=PartialObjectMetadata"),
     };
+    let step = {
+        let mut st = app.shared.lock();
+        let write = matches!(
+            req.method,
+            Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+        ) && !req.dry_run();
+        match st.crash.as_mut() {
+            None => CrashStep::Serve,
+            Some(c) if c.crashed => CrashStep::Refuse,
+            Some(_) if !write => CrashStep::Serve,
+            Some(c) if c.writes_left > 0 => {
+                c.writes_left -= 1;
+                CrashStep::Serve
+            }
+            Some(c) => {
+                c.crashed = true;
+                if c.lose_response {
+                    CrashStep::ServeThenLose
+                } else {
+                    CrashStep::Refuse
+                }
+            }
+        }
+    };
+    const GONE: &str = "the client crashed (crash_after)";
+    if matches!(step, CrashStep::Refuse) {
+        return error(500, GONE);
+    }
 
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    match segs.as_slice() {
+    let response = match segs.as_slice() {
         ["api"] => json_response(
             200,
             &json!({"kind": "APIVersions", "versions": ["v1"],
@@ -2318,6 +2392,10 @@ async fn handle(
         ["api", v, rest @ ..] => resource_request(&app, &req, "", v, rest).await,
         ["apis", g, v, rest @ ..] => resource_request(&app, &req, g, v, rest).await,
         _ => error(404, "the server could not find the requested resource"),
+    };
+    match step {
+        CrashStep::ServeThenLose => error(500, GONE),
+        _ => response,
     }
 }
 

@@ -26,7 +26,9 @@ pub struct Harness {
     pub fake: FakeApi,
     pub ctx: Arc<Context>,
     pub metrics: Arc<Metrics>,
-    _work: tempfile::TempDir,
+    config: kube::Config,
+    settings: Settings,
+    work: tempfile::TempDir,
 }
 
 /// Reads a multi-document YAML file of the repository as JSON values.
@@ -118,21 +120,45 @@ impl Harness {
     fn with(fake: FakeApi, config: kube::Config, settings: Settings) -> Harness {
         let work = tempfile::tempdir().unwrap();
         let metrics = Arc::new(Metrics::new());
+        let ctx = Self::context(&config, &settings, work.path(), &metrics);
+        Harness {
+            fake,
+            ctx,
+            metrics,
+            config,
+            settings,
+            work,
+        }
+    }
+
+    fn context(
+        config: &kube::Config,
+        settings: &Settings,
+        work: &Path,
+        metrics: &Arc<Metrics>,
+    ) -> Arc<Context> {
         let client = kube::Client::try_from(config.clone()).unwrap();
         let ctx = Context::new(
             client,
-            config,
-            Workspace::new(work.path()).unwrap(),
+            config.clone(),
+            Workspace::new(work).unwrap(),
             metrics.clone(),
-            settings,
+            settings.clone(),
         )
         .unwrap();
-        Harness {
-            fake,
-            ctx: Arc::new(ctx),
-            metrics,
-            _work: work,
-        }
+        Arc::new(ctx)
+    }
+
+    /// A controller process started again: a new `Context` (nothing kept
+    /// in memory: caches, clients, leases) over the same API server and the
+    /// same work directory, as after a container restart.
+    pub fn restart(&mut self) {
+        self.ctx = Self::context(
+            &self.config,
+            &self.settings,
+            self.work.path(),
+            &self.metrics,
+        );
     }
 
     pub fn namespace(&self, name: &str) {

@@ -1,0 +1,368 @@
+//! Crash at every step. `crash_consistency.rs` kills a reconcile at chosen
+//! points; this file kills it at *every* point: for each k, the controller
+//! dies right before its k-th write (or right after it, the answer lost),
+//! starts again with nothing in memory, and goes on. Whatever k, the end
+//! state must be the one an uninterrupted controller reaches:
+//!
+//! - the Kustomization owns exactly what its last revision renders, with
+//!   that revision's content;
+//! - an object it adopted is released (left in place, unlabelled), never
+//!   deleted;
+//! - an object of another Kustomization and an unmanaged object are never
+//!   written;
+//! - deleting the Kustomization deletes what it created and nothing else.
+//!
+//! Three phases are explored: a first apply, a later revision (update,
+//! create, adopt, release and delete in one), and the deletion. After a
+//! crash, recovery goes on either with the same revision or with a new one
+//! that drops everything, so objects of the crashed attempt that no
+//! status lists yet must still be found and pruned.
+
+mod support;
+
+use krmsync::api::{CREATED_BY_ANNOTATION, NAME_LABEL};
+use krmsync::controller::Settings;
+use kube::ResourceExt;
+use serde_json::{Value, json};
+use support::{Harness, condition};
+
+const NS: &str = "apps";
+
+/// One object of a revision: `(kind, name, value)`; a ConfigMap holds the
+/// value as `data.v`, a Service as its port.
+type Obj = (&'static str, &'static str, &'static str);
+
+/// First revision: creates `a` and `b`, adopts the existing `pre`.
+const R1: &[Obj] = &[
+    ("ConfigMap", "a", "1"),
+    ("ConfigMap", "b", "1"),
+    ("ConfigMap", "pre", "new"),
+];
+/// Second revision: changes `b`, creates `c` and the Service `s`, deletes
+/// `a`, releases `pre`.
+const R2: &[Obj] = &[
+    ("ConfigMap", "b", "2"),
+    ("ConfigMap", "c", "2"),
+    ("Service", "s", "8080"),
+];
+/// A revision sharing nothing with the others.
+const R3: &[Obj] = &[("ConfigMap", "z", "3")];
+
+fn manifest(&(kind, name, value): &Obj) -> String {
+    match kind {
+        "ConfigMap" => format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  v: \"{value}\"\n"
+        ),
+        "Service" => format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\nspec:\n  selector:\n    app: {name}\n  ports:\n  - port: {value}\n    protocol: TCP\n"
+        ),
+        other => unreachable!("{other}"),
+    }
+}
+
+/// Stores `objs` as the bundle of the Kustomization `app`.
+fn revision(h: &Harness, objs: &[Obj]) {
+    let files: Vec<(String, String)> = objs
+        .iter()
+        .map(|o| (format!("{}-{}.yaml", o.0, o.1), manifest(o)))
+        .collect();
+    let kust = format!(
+        "resources:\n{}",
+        files
+            .iter()
+            .map(|(f, _)| format!("- {f}\n"))
+            .collect::<String>()
+    );
+    let mut refs: Vec<(&str, &str)> = vec![("kustomization.yaml", &kust)];
+    refs.extend(files.iter().map(|(f, t)| (f.as_str(), t.as_str())));
+    h.bundle(NS, "app", &refs);
+}
+
+fn live(h: &Harness, kind: &str, name: &str) -> Option<Value> {
+    h.object("v1", kind, Some(NS), name)
+}
+
+/// `(kind, name)` of the objects labelled as `app`'s.
+fn owned(h: &Harness) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for kind in ["ConfigMap", "Service"] {
+        for o in h.fake.list("v1", kind) {
+            if o["metadata"]["labels"][NAME_LABEL] == "app" {
+                out.push((
+                    kind.to_string(),
+                    o["metadata"]["name"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn names(objs: &[Obj]) -> Vec<(String, String)> {
+    let mut out: Vec<_> = objs
+        .iter()
+        .map(|o| (o.0.to_string(), o.1.to_string()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The objects of `app` are exactly `objs`, with their content.
+fn assert_converged(h: &Harness, objs: &[Obj], at: &str) {
+    assert_eq!(owned(h), names(objs), "{at}: owned objects");
+    for &(kind, name, value) in objs {
+        let o = live(h, kind, name).unwrap_or_else(|| panic!("{at}: {kind} {name} missing"));
+        let got = match kind {
+            "ConfigMap" => o["data"]["v"].as_str().map(str::to_string),
+            _ => o["spec"]["ports"][0]["port"]
+                .as_i64()
+                .map(|p| p.to_string()),
+        };
+        assert_eq!(got.as_deref(), Some(value), "{at}: {kind} {name}");
+    }
+}
+
+/// `pre`, adopted by the first revision, is in place and carries nothing of
+/// krmsync unless the Kustomization still renders it.
+fn assert_pre_released(h: &Harness, at: &str) {
+    let pre = live(h, "ConfigMap", "pre").unwrap_or_else(|| panic!("{at}: adopted `pre` deleted"));
+    assert!(
+        pre["metadata"]["labels"][NAME_LABEL].is_null(),
+        "{at}: `pre` still labelled: {pre}"
+    );
+    assert!(
+        pre["metadata"]["annotations"][CREATED_BY_ANNOTATION].is_null(),
+        "{at}: `pre` marked as created: {pre}"
+    );
+}
+
+/// Objects nobody but their owners may write, and their resourceVersions.
+struct Bystanders(Vec<(&'static str, String)>);
+
+impl Bystanders {
+    fn check(&self, h: &Harness, at: &str) {
+        for (name, rv) in &self.0 {
+            let o = live(h, "ConfigMap", name)
+                .unwrap_or_else(|| panic!("{at}: bystander {name} deleted"));
+            assert_eq!(
+                o["metadata"]["resourceVersion"].as_str(),
+                Some(rv.as_str()),
+                "{at}: bystander {name} written"
+            );
+        }
+    }
+}
+
+/// The namespace with an unmanaged ConfigMap `user`, the ConfigMap `pre`
+/// that the first revision adopts, and a Kustomization `other` that owns
+/// `o1`; `app` is stored with `first` but not created.
+async fn world(first: &[Obj]) -> (Harness, Bystanders) {
+    let h = Harness::new(Settings::default()).await;
+    h.namespace(NS);
+    for (name, v) in [("user", "mine"), ("pre", "old")] {
+        h.fake
+            .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": NS}, "data": {"v": v}}));
+    }
+    h.bundle(
+        NS,
+        "other",
+        &[
+            ("kustomization.yaml", "resources: [o1.yaml]\n"),
+            ("o1.yaml", &manifest(&("ConfigMap", "o1", "theirs"))),
+        ],
+    );
+    h.kustomization(NS, "other", json!({}));
+    h.reconcile_ready(NS, "other").await;
+    revision(&h, first);
+    h.kustomization(NS, "app", json!({}));
+    let rv = |name: &str| {
+        live(&h, "ConfigMap", name).unwrap()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let bystanders = Bystanders(vec![("user", rv("user")), ("o1", rv("o1"))]);
+    (h, bystanders)
+}
+
+/// Runs `app`'s reconciles (up to three, as the controller runtime would
+/// requeue a first apply) with the controller dying at write `k`; returns
+/// whether it died (false: the reconcile needs fewer writes than `k`).
+async fn run_until_crash(h: &Harness, k: usize, lose_response: bool) -> bool {
+    h.poke(NS, "app").await;
+    h.fake.crash_after(k, lose_response);
+    for _ in 0..3 {
+        let finalized = h
+            .get_opt(NS, "app")
+            .await
+            .is_none_or(|a| a.finalizers().iter().any(|f| f == "krmsync.dev/finalizer"));
+        let _ = h.reconcile_once(NS, "app").await;
+        if h.fake.crashed() || finalized {
+            break;
+        }
+    }
+    let crashed = h.fake.crashed();
+    h.fake.clear_failures();
+    crashed
+}
+
+/// Recovery after a crash: a new controller process reconciles either the
+/// revision that crashed (`same`) or, with `to_r3`, R3 to Ready; then the
+/// Kustomization is deleted. Checks the end state after each.
+async fn recover_and_check(
+    mut h: Harness,
+    bystanders: &Bystanders,
+    same: &[Obj],
+    to_r3: bool,
+    at: &str,
+) {
+    h.restart();
+    let target = if to_r3 {
+        revision(&h, R3);
+        R3
+    } else {
+        same
+    };
+    h.reconcile_ready(NS, "app").await;
+    assert_converged(&h, target, at);
+    if !target.iter().any(|o| o.1 == "pre") {
+        assert_pre_released(&h, at);
+    }
+    for gone in ["a", "b", "c", "z"] {
+        if !target.iter().any(|o| o.1 == gone) {
+            assert!(
+                live(&h, "ConfigMap", gone).is_none(),
+                "{at}: {gone} left behind"
+            );
+        }
+    }
+    if !target.iter().any(|o| o.1 == "s") {
+        assert!(
+            live(&h, "Service", "s").is_none(),
+            "{at}: Service s left behind"
+        );
+    }
+    bystanders.check(&h, at);
+    let other = h.get(NS, "other").await;
+    assert_eq!(condition(&other, "Ready").status, "True", "{at}");
+
+    h.delete(NS, "app").await;
+    assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
+    assert!(
+        owned(&h).is_empty(),
+        "{at}: left after deletion: {:?}",
+        owned(&h)
+    );
+    for name in ["a", "b", "c", "z"] {
+        assert!(
+            live(&h, "ConfigMap", name).is_none(),
+            "{at}: {name} left after deletion"
+        );
+    }
+    assert!(
+        live(&h, "Service", "s").is_none(),
+        "{at}: s left after deletion"
+    );
+    assert_pre_released(&h, at);
+    bystanders.check(&h, at);
+}
+
+/// Explores every crash point of a first apply (of R1) or of a later
+/// revision (R2 after R1), each with and without the last answer lost, and
+/// each recovered with the same revision and with R3.
+async fn explore_revision(first_apply: bool) {
+    let mut points = 0;
+    for lose_response in [false, true] {
+        for to_r3 in [false, true] {
+            for k in 0.. {
+                let (h, bystanders) = world(R1).await;
+                let crashing = if first_apply {
+                    R1
+                } else {
+                    h.reconcile_ready(NS, "app").await;
+                    revision(&h, R2);
+                    R2
+                };
+                let at = format!(
+                    "{} crashed at write {k}{}, recovered with {}",
+                    if first_apply {
+                        "first apply"
+                    } else {
+                        "second revision"
+                    },
+                    if lose_response { " (answer lost)" } else { "" },
+                    if to_r3 {
+                        "a new revision"
+                    } else {
+                        "the same revision"
+                    },
+                );
+                let crashed = run_until_crash(&h, k, lose_response).await;
+                recover_and_check(h, &bystanders, crashing, to_r3, &at).await;
+                if !crashed {
+                    break;
+                }
+                points += 1;
+            }
+        }
+    }
+    // a first apply writes at least the finalizer, two objects and the
+    // status; a later revision at least three objects, a prune and the status
+    assert!(points >= 4 * 4, "only {points} crash points explored");
+}
+
+#[tokio::test]
+async fn a_first_apply_killed_at_any_write_converges() {
+    explore_revision(true).await;
+}
+
+#[tokio::test]
+async fn a_later_revision_killed_at_any_write_converges() {
+    explore_revision(false).await;
+}
+
+/// The deletion's finalizer killed at any write: the restarted controller
+/// finishes it, deleting what `app` created and releasing what it adopted.
+#[tokio::test]
+async fn a_deletion_killed_at_any_write_completes() {
+    let mut points = 0;
+    for lose_response in [false, true] {
+        for k in 0.. {
+            let (mut h, bystanders) = world(R1).await;
+            h.reconcile_ready(NS, "app").await;
+            revision(&h, R2);
+            h.reconcile_ready(NS, "app").await;
+            let at = format!(
+                "deletion crashed at write {k}{}",
+                if lose_response { " (answer lost)" } else { "" }
+            );
+            h.api(NS).delete("app", &Default::default()).await.unwrap();
+            h.fake.crash_after(k, lose_response);
+            let _ = h.reconcile_once(NS, "app").await;
+            let crashed = h.fake.crashed();
+            h.fake.clear_failures();
+            h.restart();
+            for _ in 0..3 {
+                if h.get_opt(NS, "app").await.is_none() {
+                    break;
+                }
+                let _ = h.reconcile_once(NS, "app").await;
+            }
+            assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
+            assert!(owned(&h).is_empty(), "{at}: left: {:?}", owned(&h));
+            for name in ["a", "b", "c"] {
+                assert!(live(&h, "ConfigMap", name).is_none(), "{at}: {name} left");
+            }
+            assert!(live(&h, "Service", "s").is_none(), "{at}: s left");
+            assert_pre_released(&h, &at);
+            bystanders.check(&h, &at);
+            if !crashed {
+                break;
+            }
+            points += 1;
+        }
+    }
+    assert!(points >= 2 * 3, "only {points} crash points explored");
+}
