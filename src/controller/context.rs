@@ -8,6 +8,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use tower::Layer;
 
 use super::metrics::Metrics;
 use super::render::RenderOutput;
@@ -60,22 +61,60 @@ impl Default for Settings {
     }
 }
 
+/// How often a request the API server answered 429, 503 or 504 is sent
+/// again: 5 times, after 0.1, 0.2, 0.4, 0.8 and 1.6 s (with jitter), or
+/// after the server's `Retry-After` when that is later. About 3 s in all
+/// without `Retry-After`.
+///
+/// kube's default policy retries 15 times with delays doubling up to 1,000
+/// s: a few minutes for one request against an API that stays unavailable
+/// (an aggregated API whose backend is down, a webhook that is), during
+/// which the reconcile holds its slot and other tenants wait. A bounded
+/// retry lets the reconcile fail with the API server's message instead and
+/// be retried at `retryInterval` like any failure.
+pub const API_RETRIES: u32 = 5;
+
+fn retry_policy() -> kube::client::retry::RetryPolicy {
+    kube::client::retry::RetryPolicy::new(
+        Duration::from_millis(100),
+        Duration::from_secs(2),
+        API_RETRIES,
+        true,
+    )
+    .expect("constant backoff parameters are valid")
+}
+
 /// A client for `config` whose requests take a permit of `limit` (when
 /// there is one) until the response headers arrive. Watches hold none
-/// while they stream.
+/// while they stream. Transient refusals are retried as [`API_RETRIES`]
+/// says; a request waiting to be retried holds no permit.
 pub fn limited_client(
-    config: kube::Config,
+    mut config: kube::Config,
     limit: Option<&Arc<Semaphore>>,
 ) -> Result<Client, kube::Error> {
+    config.default_retry = false;
     let builder = kube::client::ClientBuilder::try_from(config)?;
-    Ok(match limit {
+    let inner = match limit {
         Some(sem) => builder
             .with_layer(&tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(
                 sem.clone(),
             ))
             .build(),
         None => builder.build(),
-    })
+    };
+    // the retry layer needs a service it can clone: the client is one
+    let default_ns = inner.default_namespace().to_string();
+    let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+        let inner = inner.clone();
+        async move {
+            inner
+                .send(req)
+                .await
+                .map_err(|e| -> tower::BoxError { Box::new(e) })
+        }
+    });
+    let service = tower::retry::RetryLayer::new(retry_policy()).layer(service);
+    Ok(Client::new(service, default_ns))
 }
 
 /// A client acting as `user` (`Impersonate-User`) through `base`: its

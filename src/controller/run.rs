@@ -9,7 +9,7 @@ use futures::{StreamExt, TryStreamExt};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, ResourceExt};
 
 use super::context::{Context, Settings};
 use super::leader::{LeaderElector, LeaseConfig};
@@ -124,7 +124,7 @@ pub async fn run(opts: RunOptions) -> Result<(), Error> {
         lease_config.read_timeout = Some(lease.request_timeout);
         lease_config.write_timeout = Some(lease.request_timeout);
         lease_config.connect_timeout = Some(lease.request_timeout);
-        let e = LeaderElector::new(Client::try_from(lease_config)?, lease);
+        let e = LeaderElector::new(super::context::limited_client(lease_config, None)?, lease);
         readiness.set(true);
         tokio::select! {
             _ = e.acquire() => {}

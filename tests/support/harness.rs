@@ -137,7 +137,8 @@ impl Harness {
         work: &Path,
         metrics: &Arc<Metrics>,
     ) -> Arc<Context> {
-        let client = kube::Client::try_from(config.clone()).unwrap();
+        // the client the controller builds (retry policy included)
+        let client = krmsync::controller::context::limited_client(config.clone(), None).unwrap();
         let ctx = Context::new(
             client,
             config.clone(),
