@@ -20,7 +20,7 @@
 
 mod support;
 
-use krmsync::api::{CREATED_BY_ANNOTATION, NAME_LABEL};
+use krmsync::api::{ADOPT_ANNOTATION, CREATED_BY_ANNOTATION, NAME_LABEL};
 use krmsync::controller::Settings;
 use kube::ResourceExt;
 use serde_json::{Value, json};
@@ -84,10 +84,15 @@ fn live(h: &Harness, kind: &str, name: &str) -> Option<Value> {
 
 /// `(kind, name)` of the objects labelled as `app`'s.
 fn owned(h: &Harness) -> Vec<(String, String)> {
+    owned_by(h, "app")
+}
+
+/// `(kind, name)` of the objects labelled as the Kustomization `ks`'s.
+fn owned_by(h: &Harness, ks: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for kind in ["ConfigMap", "Service"] {
         for o in h.fake.list("v1", kind) {
-            if o["metadata"]["labels"][NAME_LABEL] == "app" {
+            if o["metadata"]["labels"][NAME_LABEL] == ks {
                 out.push((
                     kind.to_string(),
                     o["metadata"]["name"].as_str().unwrap().to_string(),
@@ -191,14 +196,19 @@ async fn world(first: &[Obj]) -> (Harness, Bystanders) {
 /// requeue a first apply) with the controller dying at write `k`; returns
 /// whether it died (false: the reconcile needs fewer writes than `k`).
 async fn run_until_crash(h: &Harness, k: usize, lose_response: bool) -> bool {
-    h.poke(NS, "app").await;
+    run_until_crash_of(h, "app", k, lose_response).await
+}
+
+/// [`run_until_crash`] for the Kustomization `ks`.
+async fn run_until_crash_of(h: &Harness, ks: &str, k: usize, lose_response: bool) -> bool {
+    h.poke(NS, ks).await;
     h.fake.crash_after(k, lose_response);
     for _ in 0..3 {
         let finalized = h
-            .get_opt(NS, "app")
+            .get_opt(NS, ks)
             .await
             .is_none_or(|a| a.finalizers().iter().any(|f| f == "krmsync.dev/finalizer"));
-        let _ = h.reconcile_once(NS, "app").await;
+        let _ = h.reconcile_once(NS, ks).await;
         if h.fake.crashed() || finalized {
             break;
         }
@@ -362,6 +372,116 @@ async fn a_deletion_killed_at_any_write_completes() {
                 break;
             }
             points += 1;
+        }
+    }
+    assert!(points >= 2 * 3, "only {points} crash points explored");
+}
+
+/// A hand-over killed at any write. `old` owns `moving`; `new` renders it
+/// with `krmsync.dev/adopt: "true"`. Either reconcile is killed at each of
+/// its writes (`new` taking the object, `old` then dropping it), the
+/// controller restarts and both reconcile. The object is never deleted,
+/// ends with `new`'s labels and content, and `old` no longer lists it;
+/// deleting `old` leaves it, deleting `new` leaves nobody's labels on it.
+#[tokio::test]
+async fn a_hand_over_killed_at_any_write_converges() {
+    let mut points = 0;
+    for crashing in ["new", "old"] {
+        for lose_response in [false, true] {
+            for k in 0.. {
+                let mut h = Harness::new(Settings::default()).await;
+                h.namespace(NS);
+                let moving = |v: &str, adopt: bool| {
+                    let anno = if adopt {
+                        format!("  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\n")
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n{anno}data:\n  v: {v}\n"
+                    )
+                };
+                for (ks, adopt) in [("old", false), ("new", true)] {
+                    h.bundle(
+                        NS,
+                        ks,
+                        &[
+                            (
+                                "kustomization.yaml",
+                                "resources: [moving.yaml, keep.yaml]\n",
+                            ),
+                            ("moving.yaml", &moving(ks, adopt)),
+                            (
+                                "keep.yaml",
+                                &manifest(&(
+                                    "ConfigMap",
+                                    if ks == "old" { "keep-old" } else { "keep-new" },
+                                    ks,
+                                )),
+                            ),
+                        ],
+                    );
+                }
+                h.kustomization(NS, "old", json!({}));
+                h.reconcile_ready(NS, "old").await;
+                h.kustomization(NS, "new", json!({}));
+                if crashing == "old" {
+                    h.reconcile_ready(NS, "new").await;
+                }
+                let at = format!(
+                    "hand-over: {crashing} crashed at write {k}{}",
+                    if lose_response { " (answer lost)" } else { "" }
+                );
+                let crashed = run_until_crash_of(&h, crashing, k, lose_response).await;
+                h.restart();
+                for ks in ["old", "new", "old"] {
+                    h.reconcile_ready(NS, ks).await;
+                }
+                let obj = live(&h, "ConfigMap", "moving")
+                    .unwrap_or_else(|| panic!("{at}: handed-over object deleted"));
+                assert_eq!(obj["metadata"]["labels"][NAME_LABEL], "new", "{at}: {obj}");
+                assert_eq!(obj["data"]["v"], "new", "{at}");
+                let pair = |n: &str| ("ConfigMap".to_string(), n.to_string());
+                assert_eq!(owned_by(&h, "old"), vec![pair("keep-old")], "{at}");
+                assert_eq!(
+                    owned_by(&h, "new"),
+                    vec![pair("keep-new"), pair("moving")],
+                    "{at}"
+                );
+                let old = h.get(NS, "old").await;
+                let inventory = old.status.and_then(|s| s.inventory).unwrap_or_default();
+                assert!(
+                    inventory.entries.iter().all(|e| !e.id.contains("moving")),
+                    "{at}: old still lists it: {inventory:?}"
+                );
+
+                h.delete(NS, "old").await;
+                assert!(
+                    h.get_opt(NS, "old").await.is_none(),
+                    "{at}: old's finalizer kept"
+                );
+                assert!(live(&h, "ConfigMap", "keep-old").is_none(), "{at}");
+                let obj = live(&h, "ConfigMap", "moving")
+                    .unwrap_or_else(|| panic!("{at}: deleting old deleted the handed-over object"));
+                assert_eq!(obj["metadata"]["labels"][NAME_LABEL], "new", "{at}");
+
+                h.delete(NS, "new").await;
+                assert!(
+                    h.get_opt(NS, "new").await.is_none(),
+                    "{at}: new's finalizer kept"
+                );
+                assert!(live(&h, "ConfigMap", "keep-new").is_none(), "{at}");
+                if let Some(obj) = live(&h, "ConfigMap", "moving") {
+                    assert!(
+                        obj["metadata"]["labels"][NAME_LABEL].is_null(),
+                        "{at}: {obj}"
+                    );
+                }
+                if !crashed {
+                    break;
+                }
+                points += 1;
+            }
         }
     }
     assert!(points >= 2 * 3, "only {points} crash points explored");
