@@ -582,3 +582,115 @@ async fn a_version_no_longer_served_fails_the_apply_clearly_despite_the_shared_d
         "nothing is pruned after a failed apply"
     );
 }
+
+/// Two Kustomizations that render the same object and reconcile at the
+/// same moment: both read it before either writes it (every ConfigMap
+/// write is held back), so neither sees the other as its owner and both
+/// apply it. The labels of the last write decide: the object ends with
+/// that owner's labels and content, the owner keeps it, the other is
+/// refused (`OwnershipConflict`) from its next reconcile on, and deleting
+/// the other leaves the object, in either order of the writes.
+#[tokio::test]
+async fn two_kustomizations_racing_for_one_object_end_with_one_owner() {
+    for (first, second) in [("east", "west"), ("west", "east")] {
+        let h = harness().await;
+        for ks in ["east", "west"] {
+            h.bundle(
+                NS,
+                ks,
+                &[
+                    ("kustomization.yaml", &kust(&["cm.yaml", "own.yaml"])),
+                    ("cm.yaml", &cm("shared", ks)),
+                    ("own.yaml", &cm(&format!("{ks}-only"), ks)),
+                ],
+            );
+            // created with the finalizer: the first reconcile is the race
+            h.fake.insert(json!({
+                "apiVersion": "krmsync.dev/v1alpha1", "kind": "Kustomization",
+                "metadata": {"name": ks, "namespace": NS,
+                             "finalizers": ["krmsync.dev/finalizer"]},
+                "spec": {"source": {"bundle": {"configMapRef": {"name": ks}}},
+                         "interval": "5m"},
+            }));
+        }
+        h.fake
+            .delay("POST", "/configmaps", std::time::Duration::from_millis(300));
+        h.fake.delay(
+            "PATCH",
+            "/configmaps",
+            std::time::Duration::from_millis(300),
+        );
+        h.poke(NS, first).await;
+        h.poke(NS, second).await;
+        h.fake.clear_requests();
+        let (a, b) = tokio::join!(h.reconcile_once(NS, first), async {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            h.reconcile_once(NS, second).await
+        });
+        for ks in ["east", "west"] {
+            let k = h.get(NS, ks).await;
+            eprintln!(
+                "RACE {ks} {:?}",
+                k.status.as_ref().map(|s| s
+                    .conditions
+                    .iter()
+                    .map(|c| (c.type_.clone(), c.reason.clone(), c.message.clone()))
+                    .collect::<Vec<_>>())
+            );
+        }
+        let _ = (a, b); // either may fail: the other wrote first
+        h.fake.clear_failures();
+        // the race happened: both wrote the object, each planning it absent
+        let writes = h
+            .fake
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                matches!(r.method.as_str(), "POST" | "PATCH")
+                    && !r.query.contains("dryRun")
+                    && (r.path.ends_with("/configmaps/shared")
+                        || r.body
+                            .as_ref()
+                            .is_some_and(|b| b["metadata"]["name"] == "shared"))
+            })
+            .count();
+        assert_eq!(writes, 2, "the reconciles did not race");
+
+        let shared = h.object("v1", "ConfigMap", Some(NS), "shared").unwrap();
+        let owner = labels(&shared)
+            .0
+            .unwrap_or_else(|| panic!("nobody's after the race: {shared}"))
+            .to_string();
+        let loser = if owner == "east" { "west" } else { "east" };
+        assert_eq!(shared["data"]["v"], owner.as_str(), "{shared}");
+        let lists = |k: &krmsync::api::Kustomization| {
+            k.status
+                .as_ref()
+                .and_then(|s| s.inventory.as_ref())
+                .is_some_and(|i| i.entries.iter().any(|e| e.id.contains("_shared_")))
+        };
+
+        // from then on: the owner is Ready, the other refused
+        let k = h.reconcile_ready(NS, &owner).await;
+        assert!(lists(&k), "the owner lost it from its inventory");
+        let (_, ready) = h.reconcile_failing(NS, loser, "OwnershipConflict").await;
+        assert!(ready.message.contains("shared"), "{}", ready.message);
+        let shared = h.object("v1", "ConfigMap", Some(NS), "shared").unwrap();
+        assert_eq!(labels(&shared).0, Some(owner.as_str()), "{shared}");
+        assert_eq!(shared["data"]["v"], owner.as_str());
+
+        // deleting the other one leaves the object to its owner
+        h.delete(NS, loser).await;
+        assert!(h.get_opt(NS, loser).await.is_none());
+        let shared = h
+            .object("v1", "ConfigMap", Some(NS), "shared")
+            .unwrap_or_else(|| panic!("deleting {loser} deleted {owner}'s object"));
+        assert_eq!(labels(&shared).0, Some(owner.as_str()));
+        assert!(
+            h.object("v1", "ConfigMap", Some(NS), &format!("{loser}-only"))
+                .is_none()
+        );
+        h.reconcile_ready(NS, &owner).await;
+        assert!(h.object("v1", "ConfigMap", Some(NS), "shared").is_some());
+    }
+}
