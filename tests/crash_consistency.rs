@@ -497,3 +497,51 @@ async fn a_large_pending_inventory_is_recorded_in_the_status() {
 
     next_revision_leaks_nothing(&h).await;
 }
+
+/// A first apply refused at its CRD (as API servers before 1.25 refuse a
+/// CRD with validation rules) has recorded the custom resource as pending,
+/// of a kind the cluster never served. Neither the next revision nor the
+/// deletion may fail on it: a kind whose API group is not served has no
+/// objects left to prune.
+#[tokio::test]
+async fn a_pending_custom_resource_of_a_kind_never_served_is_not_a_prune_failure() {
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.org\nspec:\n  group: example.org\n  scope: Namespaced\n  names:\n    kind: Gadget\n    plural: gadgets\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n";
+    let gadget =
+        "apiVersion: example.org/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  size: 1\n";
+    for then_delete in [false, true] {
+        let h = Harness::new(Settings::default()).await;
+        h.namespace(NS);
+        h.bundle(
+            NS,
+            "app",
+            &[
+                ("kustomization.yaml", "resources: [crd.yaml, gadget.yaml]\n"),
+                ("crd.yaml", crd),
+                ("gadget.yaml", gadget),
+            ],
+        );
+        h.kustomization(NS, "app", json!({}));
+        h.fake.fail(
+            "PATCH",
+            "/customresourcedefinitions/gadgets.example.org",
+            422,
+            "spec.validation: Forbidden: x-kubernetes-validations",
+        );
+        h.reconcile_failing(NS, "app", "ApplyFailed").await;
+        h.fake.clear_failures();
+        let pending = h.get(NS, "app").await;
+        assert!(
+            pending.annotations()["krmsync.dev/pending-inventory"].contains("Gadget"),
+            "{:?}",
+            pending.annotations()
+        );
+        if then_delete {
+            h.delete(NS, "app").await;
+            assert!(h.get_opt(NS, "app").await.is_none(), "finalizer kept");
+        } else {
+            revision(&h, &["a"]);
+            h.reconcile_ready(NS, "app").await;
+            assert_eq!(owned(&h), vec!["a"]);
+        }
+    }
+}

@@ -486,3 +486,93 @@ async fn a_hand_over_killed_at_any_write_converges() {
     }
     assert!(points >= 2 * 3, "only {points} crash points explored");
 }
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names:\n    kind: Widget\n    plural: widgets\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n";
+
+/// Whether the object carries `app`'s labels.
+fn labelled(o: &Value) -> bool {
+    o["metadata"]["labels"][NAME_LABEL] == "app"
+}
+
+/// A first apply of cluster-scoped objects and what depends on them (a
+/// Namespace with a ConfigMap in it, a CRD with a custom resource; CRDs and
+/// Namespaces go first, the CRD awaited until Established) killed at every
+/// write, then a new revision that drops them all. The ConfigMap and the
+/// custom resource krmsync created are deleted; the Namespace and the CRD
+/// are released (left in place, unlabelled), as they are without a crash
+/// unless `deleteNamespacesAndCRDs`; the deletion of the Kustomization
+/// then leaves them too.
+#[tokio::test]
+async fn a_first_apply_of_namespaces_and_crds_killed_at_any_write_converges() {
+    let mut points = 0;
+    for lose_response in [false, true] {
+        for k in 0.. {
+            let mut h = Harness::new(Settings::default()).await;
+            h.namespace(NS);
+            let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n";
+            let cm_in_team = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inside\n  namespace: team\ndata:\n  v: x\n";
+            let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 3\n";
+            h.bundle(
+                NS,
+                "app",
+                &[
+                    (
+                        "kustomization.yaml",
+                        "resources: [ns.yaml, inside.yaml, crd.yaml, widget.yaml]\n",
+                    ),
+                    ("ns.yaml", ns),
+                    ("inside.yaml", cm_in_team),
+                    ("crd.yaml", CRD),
+                    ("widget.yaml", widget),
+                ],
+            );
+            h.kustomization(NS, "app", json!({}));
+            let at = format!(
+                "namespace and CRD first apply crashed at write {k}{}",
+                if lose_response { " (answer lost)" } else { "" }
+            );
+            let crashed = run_until_crash(&h, k, lose_response).await;
+            h.restart();
+            revision(&h, R3);
+            h.reconcile_ready(NS, "app").await;
+            assert_converged(&h, R3, &at);
+
+            let get_ns = || h.object("v1", "Namespace", None, "team");
+            let get_crd = || {
+                h.object(
+                    "apiextensions.k8s.io/v1",
+                    "CustomResourceDefinition",
+                    None,
+                    "widgets.example.com",
+                )
+            };
+            for (what, o) in [("Namespace", get_ns()), ("CRD", get_crd())] {
+                if let Some(o) = o {
+                    assert!(!labelled(&o), "{at}: {what} not released: {o}");
+                }
+            }
+            assert!(
+                h.object("v1", "ConfigMap", Some("team"), "inside")
+                    .is_none(),
+                "{at}: ConfigMap in the Namespace left behind"
+            );
+            assert!(
+                h.object("example.com/v1", "Widget", Some(NS), "w")
+                    .is_none(),
+                "{at}: custom resource left behind"
+            );
+
+            h.delete(NS, "app").await;
+            assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
+            assert!(owned(&h).is_empty(), "{at}");
+            if !crashed {
+                // without a crash both were created: both were released
+                assert!(get_ns().is_some_and(|o| !labelled(&o)), "{at}");
+                assert!(get_crd().is_some_and(|o| !labelled(&o)), "{at}");
+                break;
+            }
+            points += 1;
+        }
+    }
+    assert!(points >= 2 * 5, "only {points} crash points explored");
+}

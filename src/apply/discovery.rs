@@ -127,7 +127,12 @@ impl DiscoveryCache {
         } else {
             match kube::discovery::group(&self.client, group).await {
                 Ok(g) => g.versions().map(str::to_string).collect(),
+                // the group is not served at all (kube answers a 404 of
+                // the group as MissingApiGroup)
                 Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+                Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingApiGroup(_))) => {
+                    return Ok(None);
+                }
                 Err(e) => {
                     return Err(ApplyError::Discovery(format!(
                         "discovery of group {group}: {}",
