@@ -576,3 +576,82 @@ async fn a_first_apply_of_namespaces_and_crds_killed_at_any_write_converges() {
     }
     assert!(points >= 2 * 5, "only {points} crash points explored");
 }
+
+/// The way back: a Kustomization with `deleteNamespacesAndCRDs` that
+/// applied a Namespace with a ConfigMap in it and a CRD with a custom
+/// resource moves to a revision without them, and the prune (objects
+/// first, then the CRD and the Namespace) is killed at every write. After
+/// a restart the prune finishes: nothing of the old revision is left.
+#[tokio::test]
+async fn a_prune_of_namespaces_and_crds_killed_at_any_write_completes() {
+    let mut points = 0;
+    for lose_response in [false, true] {
+        for k in 0.. {
+            let mut h = Harness::new(Settings::default()).await;
+            h.namespace(NS);
+            h.bundle(
+                NS,
+                "app",
+                &[
+                    (
+                        "kustomization.yaml",
+                        "resources: [ns.yaml, inside.yaml, crd.yaml, widget.yaml]\n",
+                    ),
+                    ("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n"),
+                    (
+                        "inside.yaml",
+                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inside\n  namespace: team\ndata:\n  v: x\n",
+                    ),
+                    ("crd.yaml", CRD),
+                    (
+                        "widget.yaml",
+                        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 3\n",
+                    ),
+                ],
+            );
+            h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": true}));
+            h.reconcile_ready(NS, "app").await;
+            revision(&h, R3);
+            let at = format!(
+                "prune of a Namespace and a CRD crashed at write {k}{}",
+                if lose_response { " (answer lost)" } else { "" }
+            );
+            let crashed = run_until_crash(&h, k, lose_response).await;
+            h.restart();
+            h.reconcile_ready(NS, "app").await;
+            assert_converged(&h, R3, &at);
+            assert!(
+                h.object("v1", "Namespace", None, "team").is_none(),
+                "{at}: Namespace left"
+            );
+            assert!(
+                h.object(
+                    "apiextensions.k8s.io/v1",
+                    "CustomResourceDefinition",
+                    None,
+                    "widgets.example.com"
+                )
+                .is_none(),
+                "{at}: CRD left"
+            );
+            assert!(
+                h.object("v1", "ConfigMap", Some("team"), "inside")
+                    .is_none(),
+                "{at}: ConfigMap in the Namespace left"
+            );
+            assert!(
+                h.object("example.com/v1", "Widget", Some(NS), "w")
+                    .is_none(),
+                "{at}: custom resource left"
+            );
+            h.delete(NS, "app").await;
+            assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
+            assert!(owned(&h).is_empty(), "{at}");
+            if !crashed {
+                break;
+            }
+            points += 1;
+        }
+    }
+    assert!(points >= 2 * 4, "only {points} crash points explored");
+}
