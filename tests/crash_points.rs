@@ -489,6 +489,46 @@ async fn a_hand_over_killed_at_any_write_converges() {
 
 const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names:\n    kind: Widget\n    plural: widgets\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n";
 
+/// `app`'s bundle: the Namespace `team` with the ConfigMap `inside` in it,
+/// the CRD of `Widget` and the Widget `w`.
+fn namespace_and_crd_revision(h: &Harness) {
+    h.bundle(
+        NS,
+        "app",
+        &[
+            (
+                "kustomization.yaml",
+                "resources: [ns.yaml, inside.yaml, crd.yaml, widget.yaml]\n",
+            ),
+            ("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n"),
+            (
+                "inside.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inside\n  namespace: team\ndata:\n  v: x\n",
+            ),
+            ("crd.yaml", CRD),
+            (
+                "widget.yaml",
+                "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 3\n",
+            ),
+        ],
+    );
+}
+
+/// The ConfigMap in `team` and the Widget of [`namespace_and_crd_revision`]
+/// are gone.
+fn assert_contents_gone(h: &Harness, at: &str) {
+    assert!(
+        h.object("v1", "ConfigMap", Some("team"), "inside")
+            .is_none(),
+        "{at}: ConfigMap in the Namespace left behind"
+    );
+    assert!(
+        h.object("example.com/v1", "Widget", Some(NS), "w")
+            .is_none(),
+        "{at}: custom resource left behind"
+    );
+}
+
 /// Whether the object carries `app`'s labels.
 fn labelled(o: &Value) -> bool {
     o["metadata"]["labels"][NAME_LABEL] == "app"
@@ -509,23 +549,7 @@ async fn a_first_apply_of_namespaces_and_crds_killed_at_any_write_converges() {
         for k in 0.. {
             let mut h = Harness::new(Settings::default()).await;
             h.namespace(NS);
-            let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n";
-            let cm_in_team = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inside\n  namespace: team\ndata:\n  v: x\n";
-            let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 3\n";
-            h.bundle(
-                NS,
-                "app",
-                &[
-                    (
-                        "kustomization.yaml",
-                        "resources: [ns.yaml, inside.yaml, crd.yaml, widget.yaml]\n",
-                    ),
-                    ("ns.yaml", ns),
-                    ("inside.yaml", cm_in_team),
-                    ("crd.yaml", CRD),
-                    ("widget.yaml", widget),
-                ],
-            );
+            namespace_and_crd_revision(&h);
             h.kustomization(NS, "app", json!({}));
             let at = format!(
                 "namespace and CRD first apply crashed at write {k}{}",
@@ -551,16 +575,7 @@ async fn a_first_apply_of_namespaces_and_crds_killed_at_any_write_converges() {
                     assert!(!labelled(&o), "{at}: {what} not released: {o}");
                 }
             }
-            assert!(
-                h.object("v1", "ConfigMap", Some("team"), "inside")
-                    .is_none(),
-                "{at}: ConfigMap in the Namespace left behind"
-            );
-            assert!(
-                h.object("example.com/v1", "Widget", Some(NS), "w")
-                    .is_none(),
-                "{at}: custom resource left behind"
-            );
+            assert_contents_gone(&h, &at);
 
             h.delete(NS, "app").await;
             assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
@@ -589,26 +604,7 @@ async fn a_prune_of_namespaces_and_crds_killed_at_any_write_completes() {
         for k in 0.. {
             let mut h = Harness::new(Settings::default()).await;
             h.namespace(NS);
-            h.bundle(
-                NS,
-                "app",
-                &[
-                    (
-                        "kustomization.yaml",
-                        "resources: [ns.yaml, inside.yaml, crd.yaml, widget.yaml]\n",
-                    ),
-                    ("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n"),
-                    (
-                        "inside.yaml",
-                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inside\n  namespace: team\ndata:\n  v: x\n",
-                    ),
-                    ("crd.yaml", CRD),
-                    (
-                        "widget.yaml",
-                        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 3\n",
-                    ),
-                ],
-            );
+            namespace_and_crd_revision(&h);
             h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": true}));
             h.reconcile_ready(NS, "app").await;
             revision(&h, R3);
@@ -634,16 +630,7 @@ async fn a_prune_of_namespaces_and_crds_killed_at_any_write_completes() {
                 .is_none(),
                 "{at}: CRD left"
             );
-            assert!(
-                h.object("v1", "ConfigMap", Some("team"), "inside")
-                    .is_none(),
-                "{at}: ConfigMap in the Namespace left"
-            );
-            assert!(
-                h.object("example.com/v1", "Widget", Some(NS), "w")
-                    .is_none(),
-                "{at}: custom resource left"
-            );
+            assert_contents_gone(&h, &at);
             h.delete(NS, "app").await;
             assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
             assert!(owned(&h).is_empty(), "{at}");
