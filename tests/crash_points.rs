@@ -218,45 +218,61 @@ async fn run_until_crash_of(h: &Harness, ks: &str, k: usize, lose_response: bool
     crashed
 }
 
-/// Recovery after a crash: a new controller process reconciles either the
-/// revision that crashed (`same`) or, with `to_r3`, R3 to Ready; then the
-/// Kustomization is deleted. Checks the end state after each.
+/// What the restarted controller is given after a crash.
+#[derive(Clone, Copy, Debug)]
+enum Recovery {
+    /// The revision that crashed, again.
+    Same,
+    /// R3, which shares nothing with the earlier revisions.
+    NewRevision,
+    /// No revision: the Kustomization is deleted at once.
+    Delete,
+}
+
+/// Recovery after a crash: a new controller process reconciles the
+/// revision that crashed (`same`) or R3 to Ready and checks the end state,
+/// unless `recovery` deletes at once; then the Kustomization is deleted
+/// and what is left is checked.
 async fn recover_and_check(
     mut h: Harness,
     bystanders: &Bystanders,
     same: &[Obj],
-    to_r3: bool,
+    recovery: Recovery,
     at: &str,
 ) {
     h.restart();
-    let target = if to_r3 {
-        revision(&h, R3);
-        R3
-    } else {
-        same
+    let target = match recovery {
+        Recovery::Delete => None,
+        Recovery::NewRevision => {
+            revision(&h, R3);
+            Some(R3)
+        }
+        Recovery::Same => Some(same),
     };
-    h.reconcile_ready(NS, "app").await;
-    assert_converged(&h, target, at);
-    if !target.iter().any(|o| o.1 == "pre") {
-        assert_pre_released(&h, at);
-    }
-    for gone in ["a", "b", "c", "z"] {
-        if !target.iter().any(|o| o.1 == gone) {
+    if let Some(target) = target {
+        h.reconcile_ready(NS, "app").await;
+        assert_converged(&h, target, at);
+        if !target.iter().any(|o| o.1 == "pre") {
+            assert_pre_released(&h, at);
+        }
+        for gone in ["a", "b", "c", "z"] {
+            if !target.iter().any(|o| o.1 == gone) {
+                assert!(
+                    live(&h, "ConfigMap", gone).is_none(),
+                    "{at}: {gone} left behind"
+                );
+            }
+        }
+        if !target.iter().any(|o| o.1 == "s") {
             assert!(
-                live(&h, "ConfigMap", gone).is_none(),
-                "{at}: {gone} left behind"
+                live(&h, "Service", "s").is_none(),
+                "{at}: Service s left behind"
             );
         }
+        bystanders.check(&h, at);
+        let other = h.get(NS, "other").await;
+        assert_eq!(condition(&other, "Ready").status, "True", "{at}");
     }
-    if !target.iter().any(|o| o.1 == "s") {
-        assert!(
-            live(&h, "Service", "s").is_none(),
-            "{at}: Service s left behind"
-        );
-    }
-    bystanders.check(&h, at);
-    let other = h.get(NS, "other").await;
-    assert_eq!(condition(&other, "Ready").status, "True", "{at}");
 
     h.delete(NS, "app").await;
     assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
@@ -281,11 +297,12 @@ async fn recover_and_check(
 
 /// Explores every crash point of a first apply (of R1) or of a later
 /// revision (R2 after R1), each with and without the last answer lost, and
-/// each recovered with the same revision and with R3.
+/// each recovered with the same revision, with R3, and by deleting the
+/// Kustomization.
 async fn explore_revision(first_apply: bool) {
     let mut points = 0;
     for lose_response in [false, true] {
-        for to_r3 in [false, true] {
+        for recovery in [Recovery::Same, Recovery::NewRevision, Recovery::Delete] {
             for k in 0.. {
                 let (h, bystanders) = world(R1).await;
                 let crashing = if first_apply {
@@ -303,14 +320,14 @@ async fn explore_revision(first_apply: bool) {
                         "second revision"
                     },
                     if lose_response { " (answer lost)" } else { "" },
-                    if to_r3 {
-                        "a new revision"
-                    } else {
-                        "the same revision"
+                    match recovery {
+                        Recovery::Same => "the same revision",
+                        Recovery::NewRevision => "a new revision",
+                        Recovery::Delete => "a deletion",
                     },
                 );
                 let crashed = run_until_crash(&h, k, lose_response).await;
-                recover_and_check(h, &bystanders, crashing, to_r3, &at).await;
+                recover_and_check(h, &bystanders, crashing, recovery, &at).await;
                 if !crashed {
                     break;
                 }
@@ -320,7 +337,7 @@ async fn explore_revision(first_apply: bool) {
     }
     // a first apply writes at least the finalizer, two objects and the
     // status; a later revision at least three objects, a prune and the status
-    assert!(points >= 4 * 4, "only {points} crash points explored");
+    assert!(points >= 6 * 4, "only {points} crash points explored");
 }
 
 #[tokio::test]
