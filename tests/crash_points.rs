@@ -218,6 +218,23 @@ async fn run_until_crash_of(h: &Harness, ks: &str, k: usize, lose_response: bool
     crashed
 }
 
+/// Runs `case(k, lose_response)` for k = 0, 1, ..., with and without the
+/// answer of the k-th write lost, until it reports that the controller did
+/// not crash (the phase needs fewer than k writes); returns the number of
+/// crash points explored.
+async fn each_crash_point(mut case: impl AsyncFnMut(usize, bool) -> bool) -> usize {
+    let mut points = 0;
+    for lose_response in [false, true] {
+        for k in 0.. {
+            if !case(k, lose_response).await {
+                break;
+            }
+            points += 1;
+        }
+    }
+    points
+}
+
 /// What the restarted controller is given after a crash.
 #[derive(Clone, Copy, Debug)]
 enum Recovery {
@@ -301,39 +318,35 @@ async fn recover_and_check(
 /// Kustomization.
 async fn explore_revision(first_apply: bool) {
     let mut points = 0;
-    for lose_response in [false, true] {
-        for recovery in [Recovery::Same, Recovery::NewRevision, Recovery::Delete] {
-            for k in 0.. {
-                let (h, bystanders) = world(R1).await;
-                let crashing = if first_apply {
-                    R1
+    for recovery in [Recovery::Same, Recovery::NewRevision, Recovery::Delete] {
+        points += each_crash_point(async |k, lose_response| {
+            let (h, bystanders) = world(R1).await;
+            let crashing = if first_apply {
+                R1
+            } else {
+                h.reconcile_ready(NS, "app").await;
+                revision(&h, R2);
+                R2
+            };
+            let at = format!(
+                "{} crashed at write {k}{}, recovered with {}",
+                if first_apply {
+                    "first apply"
                 } else {
-                    h.reconcile_ready(NS, "app").await;
-                    revision(&h, R2);
-                    R2
-                };
-                let at = format!(
-                    "{} crashed at write {k}{}, recovered with {}",
-                    if first_apply {
-                        "first apply"
-                    } else {
-                        "second revision"
-                    },
-                    if lose_response { " (answer lost)" } else { "" },
-                    match recovery {
-                        Recovery::Same => "the same revision",
-                        Recovery::NewRevision => "a new revision",
-                        Recovery::Delete => "a deletion",
-                    },
-                );
-                let crashed = run_until_crash(&h, k, lose_response).await;
-                recover_and_check(h, &bystanders, crashing, recovery, &at).await;
-                if !crashed {
-                    break;
-                }
-                points += 1;
-            }
-        }
+                    "second revision"
+                },
+                if lose_response { " (answer lost)" } else { "" },
+                match recovery {
+                    Recovery::Same => "the same revision",
+                    Recovery::NewRevision => "a new revision",
+                    Recovery::Delete => "a deletion",
+                },
+            );
+            let crashed = run_until_crash(&h, k, lose_response).await;
+            recover_and_check(h, &bystanders, crashing, recovery, &at).await;
+            crashed
+        })
+        .await;
     }
     // a first apply writes at least the finalizer, two objects and the
     // status; a later revision at least three objects, a prune and the status
@@ -354,43 +367,38 @@ async fn a_later_revision_killed_at_any_write_converges() {
 /// finishes it, deleting what `app` created and releasing what it adopted.
 #[tokio::test]
 async fn a_deletion_killed_at_any_write_completes() {
-    let mut points = 0;
-    for lose_response in [false, true] {
-        for k in 0.. {
-            let (mut h, bystanders) = world(R1).await;
-            h.reconcile_ready(NS, "app").await;
-            revision(&h, R2);
-            h.reconcile_ready(NS, "app").await;
-            let at = format!(
-                "deletion crashed at write {k}{}",
-                if lose_response { " (answer lost)" } else { "" }
-            );
-            h.api(NS).delete("app", &Default::default()).await.unwrap();
-            h.fake.crash_after(k, lose_response);
-            let _ = h.reconcile_once(NS, "app").await;
-            let crashed = h.fake.crashed();
-            h.fake.clear_failures();
-            h.restart();
-            for _ in 0..3 {
-                if h.get_opt(NS, "app").await.is_none() {
-                    break;
-                }
-                let _ = h.reconcile_once(NS, "app").await;
-            }
-            assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
-            assert!(owned(&h).is_empty(), "{at}: left: {:?}", owned(&h));
-            for name in ["a", "b", "c"] {
-                assert!(live(&h, "ConfigMap", name).is_none(), "{at}: {name} left");
-            }
-            assert!(live(&h, "Service", "s").is_none(), "{at}: s left");
-            assert_pre_released(&h, &at);
-            bystanders.check(&h, &at);
-            if !crashed {
+    let points = each_crash_point(async |k, lose_response| {
+        let (mut h, bystanders) = world(R1).await;
+        h.reconcile_ready(NS, "app").await;
+        revision(&h, R2);
+        h.reconcile_ready(NS, "app").await;
+        let at = format!(
+            "deletion crashed at write {k}{}",
+            if lose_response { " (answer lost)" } else { "" }
+        );
+        h.api(NS).delete("app", &Default::default()).await.unwrap();
+        h.fake.crash_after(k, lose_response);
+        let _ = h.reconcile_once(NS, "app").await;
+        let crashed = h.fake.crashed();
+        h.fake.clear_failures();
+        h.restart();
+        for _ in 0..3 {
+            if h.get_opt(NS, "app").await.is_none() {
                 break;
             }
-            points += 1;
+            let _ = h.reconcile_once(NS, "app").await;
         }
-    }
+        assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
+        assert!(owned(&h).is_empty(), "{at}: left: {:?}", owned(&h));
+        for name in ["a", "b", "c"] {
+            assert!(live(&h, "ConfigMap", name).is_none(), "{at}: {name} left");
+        }
+        assert!(live(&h, "Service", "s").is_none(), "{at}: s left");
+        assert_pre_released(&h, &at);
+        bystanders.check(&h, &at);
+        crashed
+    })
+    .await;
     assert!(points >= 2 * 3, "only {points} crash points explored");
 }
 
@@ -404,8 +412,7 @@ async fn a_deletion_killed_at_any_write_completes() {
 async fn a_hand_over_killed_at_any_write_converges() {
     let mut points = 0;
     for crashing in ["new", "old"] {
-        for lose_response in [false, true] {
-            for k in 0.. {
+        points += each_crash_point(async |k, lose_response| {
                 let mut h = Harness::new(Settings::default()).await;
                 h.namespace(NS);
                 let moving = |v: &str, adopt: bool| {
@@ -494,12 +501,9 @@ async fn a_hand_over_killed_at_any_write_converges() {
                         "{at}: {obj}"
                     );
                 }
-                if !crashed {
-                    break;
-                }
-                points += 1;
-            }
-        }
+                crashed
+        })
+        .await;
     }
     assert!(points >= 2 * 3, "only {points} crash points explored");
 }
@@ -561,51 +565,48 @@ fn labelled(o: &Value) -> bool {
 /// then leaves them too.
 #[tokio::test]
 async fn a_first_apply_of_namespaces_and_crds_killed_at_any_write_converges() {
-    let mut points = 0;
-    for lose_response in [false, true] {
-        for k in 0.. {
-            let mut h = Harness::new(Settings::default()).await;
-            h.namespace(NS);
-            namespace_and_crd_revision(&h);
-            h.kustomization(NS, "app", json!({}));
-            let at = format!(
-                "namespace and CRD first apply crashed at write {k}{}",
-                if lose_response { " (answer lost)" } else { "" }
-            );
-            let crashed = run_until_crash(&h, k, lose_response).await;
-            h.restart();
-            revision(&h, R3);
-            h.reconcile_ready(NS, "app").await;
-            assert_converged(&h, R3, &at);
+    let points = each_crash_point(async |k, lose_response| {
+        let mut h = Harness::new(Settings::default()).await;
+        h.namespace(NS);
+        namespace_and_crd_revision(&h);
+        h.kustomization(NS, "app", json!({}));
+        let at = format!(
+            "namespace and CRD first apply crashed at write {k}{}",
+            if lose_response { " (answer lost)" } else { "" }
+        );
+        let crashed = run_until_crash(&h, k, lose_response).await;
+        h.restart();
+        revision(&h, R3);
+        h.reconcile_ready(NS, "app").await;
+        assert_converged(&h, R3, &at);
 
-            let get_ns = || h.object("v1", "Namespace", None, "team");
-            let get_crd = || {
-                h.object(
-                    "apiextensions.k8s.io/v1",
-                    "CustomResourceDefinition",
-                    None,
-                    "widgets.example.com",
-                )
-            };
-            for (what, o) in [("Namespace", get_ns()), ("CRD", get_crd())] {
-                if let Some(o) = o {
-                    assert!(!labelled(&o), "{at}: {what} not released: {o}");
-                }
+        let get_ns = || h.object("v1", "Namespace", None, "team");
+        let get_crd = || {
+            h.object(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                None,
+                "widgets.example.com",
+            )
+        };
+        for (what, o) in [("Namespace", get_ns()), ("CRD", get_crd())] {
+            if let Some(o) = o {
+                assert!(!labelled(&o), "{at}: {what} not released: {o}");
             }
-            assert_contents_gone(&h, &at);
-
-            h.delete(NS, "app").await;
-            assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
-            assert!(owned(&h).is_empty(), "{at}");
-            if !crashed {
-                // without a crash both were created: both were released
-                assert!(get_ns().is_some_and(|o| !labelled(&o)), "{at}");
-                assert!(get_crd().is_some_and(|o| !labelled(&o)), "{at}");
-                break;
-            }
-            points += 1;
         }
-    }
+        assert_contents_gone(&h, &at);
+
+        h.delete(NS, "app").await;
+        assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
+        assert!(owned(&h).is_empty(), "{at}");
+        if !crashed {
+            // without a crash both were created: both were released
+            assert!(get_ns().is_some_and(|o| !labelled(&o)), "{at}");
+            assert!(get_crd().is_some_and(|o| !labelled(&o)), "{at}");
+        }
+        crashed
+    })
+    .await;
     assert!(points >= 2 * 5, "only {points} crash points explored");
 }
 
@@ -616,46 +617,41 @@ async fn a_first_apply_of_namespaces_and_crds_killed_at_any_write_converges() {
 /// a restart the prune finishes: nothing of the old revision is left.
 #[tokio::test]
 async fn a_prune_of_namespaces_and_crds_killed_at_any_write_completes() {
-    let mut points = 0;
-    for lose_response in [false, true] {
-        for k in 0.. {
-            let mut h = Harness::new(Settings::default()).await;
-            h.namespace(NS);
-            namespace_and_crd_revision(&h);
-            h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": true}));
-            h.reconcile_ready(NS, "app").await;
-            revision(&h, R3);
-            let at = format!(
-                "prune of a Namespace and a CRD crashed at write {k}{}",
-                if lose_response { " (answer lost)" } else { "" }
-            );
-            let crashed = run_until_crash(&h, k, lose_response).await;
-            h.restart();
-            h.reconcile_ready(NS, "app").await;
-            assert_converged(&h, R3, &at);
-            assert!(
-                h.object("v1", "Namespace", None, "team").is_none(),
-                "{at}: Namespace left"
-            );
-            assert!(
-                h.object(
-                    "apiextensions.k8s.io/v1",
-                    "CustomResourceDefinition",
-                    None,
-                    "widgets.example.com"
-                )
-                .is_none(),
-                "{at}: CRD left"
-            );
-            assert_contents_gone(&h, &at);
-            h.delete(NS, "app").await;
-            assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
-            assert!(owned(&h).is_empty(), "{at}");
-            if !crashed {
-                break;
-            }
-            points += 1;
-        }
-    }
+    let points = each_crash_point(async |k, lose_response| {
+        let mut h = Harness::new(Settings::default()).await;
+        h.namespace(NS);
+        namespace_and_crd_revision(&h);
+        h.kustomization(NS, "app", json!({"deleteNamespacesAndCRDs": true}));
+        h.reconcile_ready(NS, "app").await;
+        revision(&h, R3);
+        let at = format!(
+            "prune of a Namespace and a CRD crashed at write {k}{}",
+            if lose_response { " (answer lost)" } else { "" }
+        );
+        let crashed = run_until_crash(&h, k, lose_response).await;
+        h.restart();
+        h.reconcile_ready(NS, "app").await;
+        assert_converged(&h, R3, &at);
+        assert!(
+            h.object("v1", "Namespace", None, "team").is_none(),
+            "{at}: Namespace left"
+        );
+        assert!(
+            h.object(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                None,
+                "widgets.example.com"
+            )
+            .is_none(),
+            "{at}: CRD left"
+        );
+        assert_contents_gone(&h, &at);
+        h.delete(NS, "app").await;
+        assert!(h.get_opt(NS, "app").await.is_none(), "{at}: finalizer kept");
+        assert!(owned(&h).is_empty(), "{at}");
+        crashed
+    })
+    .await;
     assert!(points >= 2 * 4, "only {points} crash points explored");
 }

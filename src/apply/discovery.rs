@@ -127,8 +127,9 @@ impl DiscoveryCache {
         } else {
             match kube::discovery::group(&self.client, group).await {
                 Ok(g) => g.versions().map(str::to_string).collect(),
-                // the group is not served at all (kube answers a 404 of
-                // the group as MissingApiGroup)
+                // the group is not served at all: kube lists the groups
+                // and finds none of that name (MissingApiGroup), or the
+                // group's document is a 404
                 Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
                 Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingApiGroup(_))) => {
                     return Ok(None);

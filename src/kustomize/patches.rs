@@ -365,7 +365,6 @@ fn smp_docs(docs: Option<Vec<MarkedDocument>>, lenient_ok: bool) -> Option<Vec<M
         .then_some(docs)
 }
 
-/// Loads `patchesStrategicMerge` entries (inline YAML or file paths).
 /// Whether patch documents read as empty YAML: nothing, null, `{}`, `[]`.
 fn all_empty(docs: &[MarkedDocument]) -> bool {
     docs.iter().all(|d| match &d.value {
@@ -376,6 +375,7 @@ fn all_empty(docs: &[MarkedDocument]) -> bool {
     })
 }
 
+/// Loads `patchesStrategicMerge` entries (inline YAML or file paths).
 pub fn load_strategic_merge(loader: &Loader, entries: &[String]) -> Result<Vec<MarkedDocument>> {
     let mut out = Vec::new();
     for e in entries {
