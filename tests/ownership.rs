@@ -208,6 +208,67 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
     assert!(h.object("v1", "ConfigMap", Some(NS), "moving").is_some());
 }
 
+/// A hand-over moves the right to delete with the object: what the
+/// previous owner created, the new one deletes when its revision drops it;
+/// what the previous owner had adopted, the new one releases. (Found by
+/// `random_histories.rs`: a created object, handed over and then dropped,
+/// was left in the cluster owned by nobody.)
+#[tokio::test]
+async fn a_handed_over_object_keeps_whether_krmsync_created_it() {
+    let h = harness().await;
+    h.fake
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "pre", "namespace": NS}, "data": {"v": "before"}}));
+    h.bundle(
+        NS,
+        "old",
+        &[
+            ("kustomization.yaml", &kust(&["moving.yaml", "pre.yaml"])),
+            ("moving.yaml", &cm("moving", "old")),
+            ("pre.yaml", &cm("pre", "old")),
+        ],
+    );
+    h.kustomization(NS, "old", json!({}));
+    h.reconcile_ready(NS, "old").await;
+
+    let adopting = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
+        )
+    };
+    h.bundle(
+        NS,
+        "new",
+        &[
+            ("kustomization.yaml", &kust(&["moving.yaml", "pre.yaml"])),
+            ("moving.yaml", &adopting("moving")),
+            ("pre.yaml", &adopting("pre")),
+        ],
+    );
+    h.kustomization(NS, "new", json!({}));
+    h.reconcile_ready(NS, "new").await;
+    h.reconcile_ready(NS, "old").await;
+    let created_by = |name: &str| {
+        h.object("v1", "ConfigMap", Some(NS), name).unwrap()["metadata"]["annotations"]
+            [CREATED_BY_ANNOTATION]
+            .clone()
+    };
+    assert_eq!(created_by("moving"), "apps/new");
+    assert!(created_by("pre").is_null());
+
+    // the new owner's revision drops both
+    h.bundle(NS, "new", &[("kustomization.yaml", "resources: []\n")]);
+    h.reconcile_ready(NS, "new").await;
+    assert!(
+        h.object("v1", "ConfigMap", Some(NS), "moving").is_none(),
+        "a created object, handed over, was left behind"
+    );
+    let pre = h
+        .object("v1", "ConfigMap", Some(NS), "pre")
+        .expect("adopted object deleted");
+    assert_eq!(labels(&pre), (None, None), "{pre}");
+}
+
 #[tokio::test]
 async fn a_pre_existing_namespace_survives_the_kustomization() {
     let h = harness().await;

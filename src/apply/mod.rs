@@ -157,11 +157,14 @@ pub enum Live {
     Unowned,
     /// It exists and another Kustomization owns it. `handed_over`: that
     /// Kustomization took it over explicitly (the live object carries
-    /// `krmsync.dev/adopt: "true"`).
+    /// `krmsync.dev/adopt: "true"`). `created`: that Kustomization created
+    /// it (its `krmsync.dev/created-by` names it), so one that takes it
+    /// over explicitly may delete it too.
     Foreign {
         owner_namespace: String,
         owner_name: String,
         handed_over: bool,
+        created: bool,
     },
     /// Its kind is defined by a CRD of the same set and not served yet.
     Unknown,
@@ -281,6 +284,7 @@ impl Plan {
                 owner_namespace,
                 owner_name,
                 handed_over: true,
+                ..
             } => !asks_adoption(&p.obj) && owner_alive(owner_namespace, owner_name),
             _ => false,
         };
@@ -395,6 +399,7 @@ fn foreign_of(p: &Planned) -> Option<ForeignObject> {
             owner_namespace,
             owner_name,
             handed_over,
+            ..
         } => Some(ForeignObject {
             object: p.oref.to_string(),
             owner_namespace: owner_namespace.clone(),
@@ -1441,15 +1446,15 @@ fn live_of(meta: &ObjectMeta, opts: &ApplyOptions) -> Live {
             resource_version: meta.resource_version.clone().unwrap_or_default(),
             fields: owned_fields(meta, &opts.field_manager),
         },
-        Ownership::Other { namespace, name } => Live::Foreign {
-            owner_namespace: namespace,
-            owner_name: name,
-            handed_over: meta
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(crate::api::ADOPT_ANNOTATION))
-                .is_some_and(|v| v == "true"),
-        },
+        Ownership::Other { namespace, name } => {
+            let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key));
+            Live::Foreign {
+                handed_over: annotation(crate::api::ADOPT_ANNOTATION).is_some_and(|v| v == "true"),
+                created: annotation(CREATED_BY_ANNOTATION) == Some(&owner_id(&namespace, &name)),
+                owner_namespace: namespace,
+                owner_name: name,
+            }
+        }
     }
 }
 
@@ -1470,9 +1475,19 @@ fn asks_adoption(obj: &Value) -> bool {
 }
 
 /// Adds `krmsync.dev/created-by` to an object krmsync creates (or created
-/// earlier), so that prune and deletion know it may be deleted.
+/// earlier), so that prune and deletion know it may be deleted. An object
+/// taken over explicitly from the Kustomization that created it counts as
+/// created: the hand-over moves the right to delete it with the object
+/// (otherwise the new owner would release it, unowned, when its revision
+/// drops it). One adopted without asking, from an owner that is gone (as
+/// after an `Orphan` deletion), counts as adopted, as a pre-existing object
+/// does.
 fn mark_ownership(p: &mut Planned, opts: &ApplyOptions) {
-    let created = matches!(p.live, Live::Absent | Live::Ours { created: true, .. });
+    let created = match p.live {
+        Live::Absent | Live::Ours { created: true, .. } => true,
+        Live::Foreign { created, .. } => created && asks_adoption(&p.obj),
+        _ => false,
+    };
     if created && let Some(a) = p.obj["metadata"]["annotations"].as_object_mut() {
         a.insert(CREATED_BY_ANNOTATION.into(), Value::String(opts.owner_id()));
     }
