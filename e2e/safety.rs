@@ -133,6 +133,73 @@ fn ownership_conflicts_are_refused() {
     assert_owned_by(&shared, &ns, "first");
 }
 
+/// An object handed over with `krmsync.dev/adopt` is skipped by its
+/// previous owner, and deleted by the new one when its revision drops it
+/// (krmsync created it); a pre-existing object handed over the same way is
+/// released instead.
+#[test]
+#[ignore = "needs a cluster (KUBECONFIG)"]
+fn a_handed_over_object_is_deleted_by_its_new_owner_only_if_krmsync_created_it() {
+    let Some(mut e) = E2e::setup() else { return };
+    let ns = e.ns().to_string();
+    kubectl_apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pre\n  namespace: {ns}\ndata:\n  k: before\n"
+    ));
+    let two = "resources: [moving.yaml, pre.yaml]\n";
+    push_bundle(
+        &ns,
+        "old",
+        &[
+            ("kustomization.yaml", two),
+            ("moving.yaml", &cm("moving", None)),
+            ("pre.yaml", &cm("pre", None)),
+        ],
+    );
+    e.apply_kustomization("old", &bundle_spec("old", ""));
+    e.wait_ready("old", |_| true);
+
+    let adopting = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  annotations:\n    krmsync.dev/adopt: \"true\"\ndata:\n  k: new\n"
+        )
+    };
+    push_bundle(
+        &ns,
+        "new",
+        &[
+            ("kustomization.yaml", two),
+            ("moving.yaml", &adopting("moving")),
+            ("pre.yaml", &adopting("pre")),
+        ],
+    );
+    e.apply_kustomization("new", &bundle_spec("new", ""));
+    let first = e.wait_ready("new", |_| true);
+    let first = str_at(&first, "/status/lastAppliedRevision").unwrap();
+    for name in ["moving", "pre"] {
+        assert_owned_by(
+            &get_json(&["configmap", name, "-n", &ns]).unwrap(),
+            &ns,
+            "new",
+        );
+    }
+    e.request_reconcile("old");
+    e.wait_for("old to report the hand-over", || {
+        let k = get_json(&[KS, "old", "-n", &ns]).ok_or("old is gone")?;
+        let (status, _, message) = condition(&k, "Applied").ok_or("no Applied condition")?;
+        if status == "True" && message.contains("handed over") {
+            Ok(())
+        } else {
+            Err(message)
+        }
+    });
+
+    push_bundle(&ns, "new", &[("kustomization.yaml", "resources: []\n")]);
+    e.wait_ready("new", |r| r != first);
+    e.wait_gone("configmap", "moving");
+    let pre = get_json(&["configmap", "pre", "-n", &ns]).expect("the pre-existing object is kept");
+    assert_eq!(label(&pre, "krmsync.dev/name"), None, "released: {pre}");
+}
+
 /// A Namespace that existed before the Kustomization rendered it survives
 /// the Kustomization's deletion (even with deleteNamespacesAndCRDs).
 #[test]

@@ -165,11 +165,8 @@ impl Bystanders {
 async fn world(first: &[Obj]) -> (Harness, Bystanders) {
     let h = Harness::new(Settings::default()).await;
     h.namespace(NS);
-    for (name, v) in [("user", "mine"), ("pre", "old")] {
-        h.fake
-            .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": NS}, "data": {"v": v}}));
-    }
+    h.configmap(NS, "user", "mine");
+    h.configmap(NS, "pre", "old");
     h.bundle(
         NS,
         "other",

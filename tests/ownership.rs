@@ -216,9 +216,7 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
 #[tokio::test]
 async fn a_handed_over_object_keeps_whether_krmsync_created_it() {
     let h = harness().await;
-    h.fake
-        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "pre", "namespace": NS}, "data": {"v": "before"}}));
+    h.configmap(NS, "pre", "before");
     h.bundle(
         NS,
         "old",

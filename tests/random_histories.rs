@@ -4,7 +4,8 @@
 //! in a cluster: new revisions, reconciles, the controller killed at a
 //! random write (its answer sometimes lost) more than once in a row, an API
 //! server refusing one request, objects deleted or edited by someone else,
-//! Kustomizations deleted and created again. After each history every fault
+//! `prune` and `suspend` switched, Kustomizations deleted (either deletion
+//! policy, sometimes while a reconcile of theirs runs) and created again. After each history every fault
 //! is cleared, the controller restarts and reconciles each Kustomization a
 //! few times; then:
 //!
@@ -12,7 +13,8 @@
 //!   exists before krmsync and which either Kustomization may adopt) was
 //!   never deleted;
 //! - a `Ready` Kustomization owns exactly its revision's objects, with that
-//!   revision's content, whatever someone else edited or deleted;
+//!   revision's content, whatever someone else edited or deleted (without
+//!   prune: those and objects it still lists); a suspended one says so;
 //! - a Kustomization that is not `Ready` is so only because another one
 //!   owns an object of its revision (`OwnershipConflict`) or because its
 //!   bundle does not render (`RenderFailed`: then it deleted nothing), and
@@ -109,6 +111,10 @@ struct World {
     revisions: BTreeMap<&'static str, Vec<Obj>>,
     /// The Kustomizations created with `deletionPolicy: Orphan`.
     orphaning: BTreeMap<&'static str, bool>,
+    /// The Kustomizations with `spec.prune: false`.
+    unpruned: std::collections::BTreeSet<&'static str>,
+    /// The suspended Kustomizations (`spec.suspend`).
+    suspended: std::collections::BTreeSet<&'static str>,
     /// Objects an `Orphan` deletion left: they may stay, owned by a
     /// Kustomization that is gone or (once adopted and dropped) by nobody.
     orphaned: std::collections::BTreeSet<&'static str>,
@@ -124,11 +130,8 @@ impl World {
     async fn new(seed: u64) -> World {
         let h = Harness::new(Settings::default()).await;
         h.namespace(NS);
-        for (name, v) in [("user", "mine"), ("pre", "old")] {
-            h.fake
-                .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": NS}, "data": {"v": v}}));
-        }
+        h.configmap(NS, "user", "mine");
+        h.configmap(NS, "pre", "old");
         let user_rv =
             h.object("v1", "ConfigMap", Some(NS), "user").unwrap()["metadata"]["resourceVersion"]
                 .as_str()
@@ -140,6 +143,8 @@ impl World {
             user_rv,
             revisions: BTreeMap::new(),
             orphaning: BTreeMap::new(),
+            unpruned: Default::default(),
+            suspended: Default::default(),
             orphaned: Default::default(),
             broken: Default::default(),
             owned_when_broken: Vec::new(),
@@ -201,6 +206,8 @@ impl World {
             self.h
                 .kustomization(NS, ks, json!({"deletionPolicy": policy}));
             self.orphaning.insert(ks, orphan);
+            self.unpruned.remove(ks);
+            self.suspended.remove(ks);
         }
         if broken {
             self.broken.insert(ks);
@@ -271,7 +278,7 @@ impl World {
 
     async fn step(&mut self, rng: &mut Rng) {
         let ks = *rng.pick(&OWNERS);
-        match rng.below(11) {
+        match rng.below(13) {
             0 | 1 => self.new_revision(rng, ks).await,
             2 | 3 => {
                 self.log.push(format!("{ks}: reconcile"));
@@ -280,10 +287,8 @@ impl World {
             4 | 5 => {
                 let k = rng.below(8);
                 let lose = rng.below(2) == 1;
-                self.log.push(format!(
-                    "{ks}: reconcile, killed at write {k}{}, restart",
-                    if lose { " (answer lost)" } else { "" }
-                ));
+                self.log
+                    .push(format!("{ks}: reconcile{}", killed(Some((k, lose)))));
                 self.reconcile_with(ks, |f| f.crash_after(k, lose)).await;
                 self.h.fake.clear_failures();
                 self.h.restart();
@@ -334,18 +339,39 @@ impl World {
                         .unwrap();
                 }
             }
+            11 | 12 => {
+                let live = self.h.get_opt(NS, ks).await;
+                if live.is_some_and(|k| k.metadata.deletion_timestamp.is_none()) {
+                    let (field, set) = if rng.below(2) == 0 {
+                        ("prune", &mut self.unpruned)
+                    } else {
+                        ("suspend", &mut self.suspended)
+                    };
+                    // each set holds the Kustomizations whose field is off
+                    // its default
+                    let off_default = !set.contains(ks);
+                    if off_default {
+                        set.insert(ks);
+                    } else {
+                        set.remove(ks);
+                    }
+                    let value = (field == "suspend") == off_default;
+                    self.log.push(format!("{ks}: spec.{field} set to {value}"));
+                    self.h
+                        .api(NS)
+                        .patch(
+                            ks,
+                            &PatchParams::default(),
+                            &Patch::Merge(&json!({"spec": {field: value}})),
+                        )
+                        .await
+                        .unwrap();
+                }
+            }
             9 => {
                 let crash = (rng.below(2) == 1).then(|| (rng.below(10), rng.below(2) == 1));
-                self.log.push(format!(
-                    "a and b: reconciled at once{}",
-                    match crash {
-                        Some((k, lose)) => format!(
-                            ", killed at write {k}{}, restart",
-                            if lose { " (answer lost)" } else { "" }
-                        ),
-                        None => String::new(),
-                    }
-                ));
+                self.log
+                    .push(format!("a and b: reconciled at once{}", killed(crash)));
                 let (a, b) = tokio::join!(self.ask("a"), self.ask("b"));
                 if let Some((k, lose)) = crash {
                     self.h.fake.crash_after(k, lose);
@@ -371,22 +397,36 @@ impl World {
                 if let Some(k) = self.h.get_opt(NS, ks).await
                     && k.metadata.deletion_timestamp.is_none()
                 {
+                    // noted now too: once the deletion is over, another
+                    // Kustomization may have adopted them
+                    self.note_orphans(ks);
                     let crash = (rng.below(2) == 1).then(|| (rng.below(4), rng.below(2) == 1));
-                    self.log.push(format!(
-                        "{ks}: deleted{}",
-                        match crash {
-                            Some((k, lose)) => format!(
-                                ", its finalizer killed at write {k}{}, restart",
-                                if lose { " (answer lost)" } else { "" }
-                            ),
-                            None => String::new(),
+                    // without a crash, half the deletions land somewhere in
+                    // a running reconcile
+                    let during = (crash.is_none() && rng.below(2) == 1).then(|| rng.below(200));
+                    self.log.push(match during {
+                        Some(yields) => format!(
+                            "{ks}: deleted while a reconcile runs (after {yields} yields), its finalizer run"
+                        ),
+                        None => format!("{ks}: deleted, its finalizer run{}", killed(crash)),
+                    });
+                    let delete = async |yields: usize| {
+                        for _ in 0..yields {
+                            tokio::task::yield_now().await;
                         }
-                    ));
-                    self.h
-                        .api(NS)
-                        .delete(ks, &DeleteParams::default())
-                        .await
-                        .unwrap();
+                        self.h
+                            .api(NS)
+                            .delete(ks, &DeleteParams::default())
+                            .await
+                            .unwrap();
+                    };
+                    if let Some(yields) = during
+                        && self.ask(ks).await
+                    {
+                        tokio::join!(self.run(ks), delete(yields));
+                    } else {
+                        delete(0).await;
+                    }
                     self.reconcile_with(ks, |f| {
                         if let Some((k, lose)) = crash {
                             f.crash_after(k, lose);
@@ -410,15 +450,21 @@ impl World {
         for ks in OWNERS {
             if self.revisions.contains_key(ks) && self.h.get_opt(NS, ks).await.is_none() {
                 self.revisions.remove(ks);
-                if self.orphaning.get(ks) == Some(&true) {
-                    for name in POOL {
-                        if self
-                            .live(name)
-                            .is_some_and(|o| o["metadata"]["labels"][NAME_LABEL] == ks)
-                        {
-                            self.orphaned.insert(name);
-                        }
-                    }
+                self.note_orphans(ks);
+            }
+        }
+    }
+
+    /// When `ks` leaves its objects on deletion (`deletionPolicy: Orphan`,
+    /// or suspended), notes those it owns now.
+    fn note_orphans(&mut self, ks: &str) {
+        if self.orphaning.get(ks) == Some(&true) || self.suspended.contains(ks) {
+            for name in POOL {
+                if self
+                    .live(name)
+                    .is_some_and(|o| o["metadata"]["labels"][NAME_LABEL] == ks)
+                {
+                    self.orphaned.insert(name);
                 }
             }
         }
@@ -457,9 +503,9 @@ impl World {
         for _ in 0..3 {
             for ks in OWNERS {
                 self.reconcile(ks).await;
+                self.note_deletions().await;
             }
         }
-        self.note_deletions().await;
     }
 
     /// What holds once the history settled.
@@ -515,7 +561,11 @@ impl World {
                 .as_ref()
                 .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
                 .unwrap_or_else(|| self.fail(format!("{ks}: no Ready condition")));
-            if self.broken.contains(ks) {
+            if self.suspended.contains(ks) {
+                if (ready.status.as_str(), ready.reason.as_str()) != ("Unknown", "Suspended") {
+                    self.fail(format!("{ks}: suspended, but {ready:?}"));
+                }
+            } else if self.broken.contains(ks) {
                 // nothing applied, nothing pruned
                 if (ready.status.as_str(), ready.reason.as_str()) != ("False", "RenderFailed") {
                     self.fail(format!("{ks}: an unrenderable revision gave {ready:?}"));
@@ -546,7 +596,19 @@ impl World {
                 want.sort();
                 let mut got = owned.clone();
                 got.sort();
-                if want != got {
+                if self.unpruned.contains(ks) {
+                    // without prune, what left the render stays, still listed
+                    let listed = listed(&k);
+                    if !want.iter().all(|n| got.contains(n))
+                        || !got
+                            .iter()
+                            .all(|n| want.contains(n) || listed.contains(&inventory_id(n)))
+                    {
+                        self.fail(format!(
+                            "{ks} (no prune) is Ready with {want:?} but owns {got:?}, lists {listed:?}"
+                        ));
+                    }
+                } else if want != got {
                     self.fail(format!("{ks} is Ready with {want:?} but owns {got:?}"));
                 }
                 for (name, v, _) in revision.iter().filter(|o| !taken(o.0)) {
@@ -572,15 +634,9 @@ impl World {
             if ready.status != "True" {
                 // a failed reconcile keeps what it may have created in its
                 // pending inventory, for the next one (or the deletion) to prune
-                let listed: Vec<String> = k
-                    .recorded_inventory()
-                    .entries
-                    .iter()
-                    .map(|e| e.id.clone())
-                    .collect();
+                let listed = listed(&k);
                 for name in owned.iter().filter(|n| !self.orphaned.contains(*n)) {
-                    let id = format!("{NS}_{name}__{}", kind_of(name));
-                    if !listed.contains(&id) {
+                    if !listed.contains(&inventory_id(name)) {
                         self.fail(format!(
                             "{ks} owns {name}, which it does not list: {listed:?}"
                         ));
@@ -592,6 +648,32 @@ impl World {
             self.fail(format!("objects of unknown owners: {labelled:?}"));
         }
     }
+}
+
+/// How the log tells a crash at write `k` (`lose`: its answer lost).
+fn killed(crash: Option<(usize, bool)>) -> String {
+    match crash {
+        Some((k, lose)) => format!(
+            ", killed at write {k}{}, restart",
+            if lose { " (answer lost)" } else { "" }
+        ),
+        None => String::new(),
+    }
+}
+
+/// The inventory ids a Kustomization records, in its status or its
+/// pending inventory.
+fn listed(k: &krmsync::api::Kustomization) -> Vec<String> {
+    k.recorded_inventory()
+        .entries
+        .iter()
+        .map(|e| e.id.clone())
+        .collect()
+}
+
+/// The inventory id of the pool object `name`.
+fn inventory_id(name: &str) -> String {
+    format!("{NS}_{name}__{}", kind_of(name))
 }
 
 fn env_number(name: &str, default: u64) -> u64 {

@@ -168,6 +168,14 @@ impl Harness {
             "metadata": {"name": name}}));
     }
 
+    /// An unmanaged ConfigMap `name` in `ns` holding `data.v: value`, as
+    /// someone other than krmsync created it.
+    pub fn configmap(&self, ns: &str, name: &str, value: &str) {
+        self.fake
+            .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns}, "data": {"v": value}}));
+    }
+
     /// A ServiceAccount `sa` in `ns` bound (RoleBinding in `ns`) to the
     /// ClusterRole `role` (`admin`, `edit`, `view`, or one inserted).
     pub fn service_account(&self, ns: &str, sa: &str, role: &str) {
