@@ -24,7 +24,7 @@ use krmsync::api::{ADOPT_ANNOTATION, CREATED_BY_ANNOTATION, NAME_LABEL};
 use krmsync::controller::Settings;
 use kube::ResourceExt;
 use serde_json::{Value, json};
-use support::{Harness, condition};
+use support::{Harness, condition, crash_point};
 
 const NS: &str = "apps";
 
@@ -326,13 +326,13 @@ async fn explore_revision(first_apply: bool) {
                 R2
             };
             let at = format!(
-                "{} crashed at write {k}{}, recovered with {}",
+                "{} crashed at {}, recovered with {}",
                 if first_apply {
                     "first apply"
                 } else {
                     "second revision"
                 },
-                if lose_response { " (answer lost)" } else { "" },
+                crash_point(k, lose_response),
                 match recovery {
                     Recovery::Same => "the same revision",
                     Recovery::NewRevision => "a new revision",
@@ -369,10 +369,7 @@ async fn a_deletion_killed_at_any_write_completes() {
         h.reconcile_ready(NS, "app").await;
         revision(&h, R2);
         h.reconcile_ready(NS, "app").await;
-        let at = format!(
-            "deletion crashed at write {k}{}",
-            if lose_response { " (answer lost)" } else { "" }
-        );
+        let at = format!("deletion crashed at {}", crash_point(k, lose_response));
         h.api(NS).delete("app", &Default::default()).await.unwrap();
         h.fake.crash_after(k, lose_response);
         let _ = h.reconcile_once(NS, "app").await;
@@ -450,8 +447,8 @@ async fn a_hand_over_killed_at_any_write_converges() {
                     h.reconcile_ready(NS, "new").await;
                 }
                 let at = format!(
-                    "hand-over: {crashing} crashed at write {k}{}",
-                    if lose_response { " (answer lost)" } else { "" }
+                    "hand-over: {crashing} crashed at {}",
+                    crash_point(k, lose_response)
                 );
                 let crashed = run_until_crash_of(&h, crashing, k, lose_response).await;
                 h.restart();
@@ -568,8 +565,8 @@ async fn a_first_apply_of_namespaces_and_crds_killed_at_any_write_converges() {
         namespace_and_crd_revision(&h);
         h.kustomization(NS, "app", json!({}));
         let at = format!(
-            "namespace and CRD first apply crashed at write {k}{}",
-            if lose_response { " (answer lost)" } else { "" }
+            "namespace and CRD first apply crashed at {}",
+            crash_point(k, lose_response)
         );
         let crashed = run_until_crash(&h, k, lose_response).await;
         h.restart();
@@ -622,8 +619,8 @@ async fn a_prune_of_namespaces_and_crds_killed_at_any_write_completes() {
         h.reconcile_ready(NS, "app").await;
         revision(&h, R3);
         let at = format!(
-            "prune of a Namespace and a CRD crashed at write {k}{}",
-            if lose_response { " (answer lost)" } else { "" }
+            "prune of a Namespace and a CRD crashed at {}",
+            crash_point(k, lose_response)
         );
         let crashed = run_until_crash(&h, k, lose_response).await;
         h.restart();

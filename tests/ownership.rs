@@ -33,17 +33,21 @@ fn labels(obj: &Value) -> (Option<&str>, Option<&str>) {
     )
 }
 
-/// The bundle `name`: ConfigMap `moving` annotated `krmsync.dev/adopt: "true"`.
+/// ConfigMap `name` holding `v: new`, annotated `krmsync.dev/adopt: "true"`.
+fn adopting_cm(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
+    )
+}
+
+/// The bundle `name`: [`adopting_cm`] `moving`.
 fn adopting_bundle(h: &Harness, name: &str) {
-    let adopting = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moving\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
-    );
     h.bundle(
         NS,
         name,
         &[
             ("kustomization.yaml", &kust(&["cm.yaml"])),
-            ("cm.yaml", &adopting),
+            ("cm.yaml", &adopting_cm("moving")),
         ],
     );
 }
@@ -229,18 +233,13 @@ async fn a_handed_over_object_keeps_whether_krmsync_created_it() {
     h.kustomization(NS, "old", json!({}));
     h.reconcile_ready(NS, "old").await;
 
-    let adopting = |name: &str| {
-        format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\ndata:\n  v: new\n"
-        )
-    };
     h.bundle(
         NS,
         "new",
         &[
             ("kustomization.yaml", &kust(&["moving.yaml", "pre.yaml"])),
-            ("moving.yaml", &adopting("moving")),
-            ("pre.yaml", &adopting("pre")),
+            ("moving.yaml", &adopting_cm("moving")),
+            ("pre.yaml", &adopting_cm("pre")),
         ],
     );
     h.kustomization(NS, "new", json!({}));

@@ -30,7 +30,7 @@
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -39,7 +39,7 @@ use krmsync::controller::{Settings, kustomization};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
-use support::Harness;
+use support::{Harness, crash_point};
 
 const NS: &str = "apps";
 const OWNERS: [&str; 2] = ["a", "b"];
@@ -110,17 +110,17 @@ struct World {
     user_rv: String,
     revisions: BTreeMap<&'static str, Vec<Obj>>,
     /// The Kustomizations created with `deletionPolicy: Orphan`.
-    orphaning: BTreeMap<&'static str, bool>,
+    orphaning: BTreeSet<&'static str>,
     /// The Kustomizations with `spec.prune: false`.
-    unpruned: std::collections::BTreeSet<&'static str>,
+    unpruned: BTreeSet<&'static str>,
     /// The suspended Kustomizations (`spec.suspend`).
-    suspended: std::collections::BTreeSet<&'static str>,
+    suspended: BTreeSet<&'static str>,
     /// Objects an `Orphan` deletion left: they may stay, owned by a
     /// Kustomization that is gone or (once adopted and dropped) by nobody.
-    orphaned: std::collections::BTreeSet<&'static str>,
+    orphaned: BTreeSet<&'static str>,
     /// The Kustomizations whose bundle does not render (it lists a file it
     /// lacks).
-    broken: std::collections::BTreeSet<&'static str>,
+    broken: BTreeSet<&'static str>,
     /// At the start of [`World::settle`]: the objects each broken one owned.
     owned_when_broken: Vec<(&'static str, &'static str)>,
     log: Vec<String>,
@@ -142,7 +142,7 @@ impl World {
             seed,
             user_rv,
             revisions: BTreeMap::new(),
-            orphaning: BTreeMap::new(),
+            orphaning: Default::default(),
             unpruned: Default::default(),
             suspended: Default::default(),
             orphaned: Default::default(),
@@ -205,7 +205,11 @@ impl World {
             let policy = if orphan { "Orphan" } else { "Delete" };
             self.h
                 .kustomization(NS, ks, json!({"deletionPolicy": policy}));
-            self.orphaning.insert(ks, orphan);
+            if orphan {
+                self.orphaning.insert(ks);
+            } else {
+                self.orphaning.remove(ks);
+            }
             self.unpruned.remove(ks);
             self.suspended.remove(ks);
         }
@@ -339,6 +343,31 @@ impl World {
                         .unwrap();
                 }
             }
+            9 => {
+                let crash = (rng.below(2) == 1).then(|| (rng.below(10), rng.below(2) == 1));
+                self.log
+                    .push(format!("a and b: reconciled at once{}", killed(crash)));
+                let (a, b) = tokio::join!(self.ask("a"), self.ask("b"));
+                if let Some((k, lose)) = crash {
+                    self.h.fake.crash_after(k, lose);
+                }
+                tokio::join!(
+                    async {
+                        if a {
+                            self.run("a").await
+                        }
+                    },
+                    async {
+                        if b {
+                            self.run("b").await
+                        }
+                    }
+                );
+                if crash.is_some() {
+                    self.h.fake.clear_failures();
+                    self.h.restart();
+                }
+            }
             11 | 12 => {
                 let live = self.h.get_opt(NS, ks).await;
                 if live.is_some_and(|k| k.metadata.deletion_timestamp.is_none()) {
@@ -366,31 +395,6 @@ impl World {
                         )
                         .await
                         .unwrap();
-                }
-            }
-            9 => {
-                let crash = (rng.below(2) == 1).then(|| (rng.below(10), rng.below(2) == 1));
-                self.log
-                    .push(format!("a and b: reconciled at once{}", killed(crash)));
-                let (a, b) = tokio::join!(self.ask("a"), self.ask("b"));
-                if let Some((k, lose)) = crash {
-                    self.h.fake.crash_after(k, lose);
-                }
-                tokio::join!(
-                    async {
-                        if a {
-                            self.run("a").await
-                        }
-                    },
-                    async {
-                        if b {
-                            self.run("b").await
-                        }
-                    }
-                );
-                if crash.is_some() {
-                    self.h.fake.clear_failures();
-                    self.h.restart();
                 }
             }
             _ => {
@@ -458,16 +462,19 @@ impl World {
     /// When `ks` leaves its objects on deletion (`deletionPolicy: Orphan`,
     /// or suspended), notes those it owns now.
     fn note_orphans(&mut self, ks: &str) {
-        if self.orphaning.get(ks) == Some(&true) || self.suspended.contains(ks) {
-            for name in POOL {
-                if self
-                    .live(name)
-                    .is_some_and(|o| o["metadata"]["labels"][NAME_LABEL] == ks)
-                {
-                    self.orphaned.insert(name);
-                }
-            }
+        if self.orphaning.contains(ks) || self.suspended.contains(ks) {
+            self.orphaned.extend(self.labelled_by(ks));
         }
+    }
+
+    /// The pool objects that carry `ks`'s owner label.
+    fn labelled_by(&self, ks: &str) -> Vec<&'static str> {
+        POOL.into_iter()
+            .filter(|name| {
+                self.live(name)
+                    .is_some_and(|o| o["metadata"]["labels"][NAME_LABEL] == ks)
+            })
+            .collect()
     }
 
     /// What holds after every step.
@@ -491,13 +498,8 @@ impl World {
         self.log
             .push("settle: restart, reconcile a, b three times".into());
         for &ks in &self.broken {
-            for name in POOL {
-                if self
-                    .live(name)
-                    .is_some_and(|o| o["metadata"]["labels"][NAME_LABEL] == ks)
-                {
-                    self.owned_when_broken.push((ks, name));
-                }
+            for name in self.labelled_by(ks) {
+                self.owned_when_broken.push((ks, name));
             }
         }
         for _ in 0..3 {
@@ -653,10 +655,7 @@ impl World {
 /// How the log tells a crash at write `k` (`lose`: its answer lost).
 fn killed(crash: Option<(usize, bool)>) -> String {
     match crash {
-        Some((k, lose)) => format!(
-            ", killed at write {k}{}, restart",
-            if lose { " (answer lost)" } else { "" }
-        ),
+        Some((k, lose)) => format!(", killed at {}, restart", crash_point(k, lose)),
         None => String::new(),
     }
 }

@@ -83,6 +83,15 @@ fn b64(data: &[u8]) -> String {
     base64::Engine::encode(&base64::engine::general_purpose::STANDARD, data)
 }
 
+/// How a test names a crash point: `write 3`, `write 3 (answer lost)`
+/// (see [`FakeApi::crash_after`]).
+pub fn crash_point(k: usize, lose_response: bool) -> String {
+    format!(
+        "write {k}{}",
+        if lose_response { " (answer lost)" } else { "" }
+    )
+}
+
 pub fn condition<'a>(k: &'a Kustomization, type_: &str) -> &'a Condition {
     k.status
         .as_ref()

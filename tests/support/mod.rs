@@ -5,4 +5,4 @@ pub mod fake_api;
 pub mod harness;
 
 pub use fake_api::{FakeApi, Recorded};
-pub use harness::{Harness, condition, insert_bundle, insert_bundle_dir};
+pub use harness::{Harness, condition, crash_point, insert_bundle, insert_bundle_dir};
