@@ -1,27 +1,40 @@
 //! Random histories. `crash_points.rs` kills one reconcile of a fixed
 //! scenario at every write; here two Kustomizations, `a` and `b`, share a
-//! pool of object names and live through random sequences of what happens
-//! in a cluster: new revisions, reconciles, the controller killed at a
-//! random write (its answer sometimes lost) more than once in a row, an API
-//! server refusing one request, objects deleted or edited by someone else,
-//! `prune` and `suspend` switched, Kustomizations deleted (either deletion
-//! policy, sometimes while a reconcile of theirs runs) and created again. After each history every fault
-//! is cleared, the controller restarts and reconciles each Kustomization a
-//! few times; then:
+//! pool of object names (ConfigMaps, a Service, a Namespace and a
+//! ConfigMap in it, a CRD and a custom resource of it) and live through
+//! random sequences of what happens in a cluster: new revisions,
+//! reconciles, the controller killed at a random write (its answer
+//! sometimes lost) more than once in a row, an API server refusing one
+//! request, objects deleted or edited by someone else, `prune`, `suspend`
+//! and `deleteNamespacesAndCRDs` switched, Kustomizations deleted (either
+//! deletion policy, sometimes while a reconcile of theirs runs) and created
+//! again. The namespace lifecycle is on: deleting the Namespace deletes
+//! what is in it, nothing is created in a Namespace that does not exist.
+//! In half the histories RBAC is on and the Kustomizations act as
+//! ServiceAccounts: `a` as a cluster-admin, `b` usually as an admin of
+//! `apps` only.
+//! After each history every fault is cleared, the controller restarts and
+//! reconciles each Kustomization a few times; then:
 //!
 //! - the unmanaged ConfigMap `user` was never written, and `pre` (which
 //!   exists before krmsync and which either Kustomization may adopt) was
-//!   never deleted;
+//!   never deleted; no Namespace or CRD was deleted by krmsync unless a
+//!   Kustomization had `deleteNamespacesAndCRDs`; with ServiceAccounts, the
+//!   controller's own identity never wrote (nor dry-ran) a pool object;
 //! - a `Ready` Kustomization owns exactly its revision's objects, with that
 //!   revision's content, whatever someone else edited or deleted (without
 //!   prune: those and objects it still lists); a suspended one says so;
 //! - a Kustomization that is not `Ready` is so only because another one
-//!   owns an object of its revision (`OwnershipConflict`) or because its
-//!   bundle does not render (`RenderFailed`: then it deleted nothing), and
-//!   still records (in its status or pending inventory) everything it owns;
+//!   owns an object of its revision (`OwnershipConflict`), because its
+//!   bundle does not render (`RenderFailed`: then it deleted nothing), or
+//!   because an object's Namespace or CRD is neither in the cluster nor in
+//!   its revision or its ServiceAccount may not write an object
+//!   (`ApplyFailed`), and still records (in its status or
+//!   pending inventory) everything it owns;
 //! - every object krmsync created is owned by an existing Kustomization
 //!   (nothing leaks, nothing is left by a deletion), marked as created; an
-//!   adopted object is not marked so;
+//!   adopted object is not marked so; a Namespace or CRD that prune or a
+//!   deletion released may stay, owned by nobody;
 //! - no deletion is left hanging on its finalizer.
 //!
 //! `KRMSYNC_HISTORIES` sets the number of histories (default 40) and
@@ -33,49 +46,110 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use krmsync::api::{ADOPT_ANNOTATION, CREATED_BY_ANNOTATION, NAME_LABEL};
 use krmsync::controller::{Settings, kustomization};
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::{Harness, crash_point};
 
 const NS: &str = "apps";
 const OWNERS: [&str; 2] = ["a", "b"];
-/// Names a revision picks from; `pre` exists before any Kustomization;
-/// `s` is a Service, the others are ConfigMaps.
-const POOL: [&str; 6] = ["x0", "x1", "x2", "x3", "s", "pre"];
+/// Names a revision picks from: `pre` exists before any Kustomization; `s`
+/// is a Service; `n2` is the Namespace `n2` and `y` a ConfigMap in it;
+/// `crd` is the CRD of `Widget`s and `w` a Widget; the others are
+/// ConfigMaps. Everything namespaced but `y` is in `apps`.
+const POOL: [&str; 10] = ["x0", "x1", "x2", "x3", "s", "pre", "n2", "y", "crd", "w"];
+/// The pool objects that prune releases unless `deleteNamespacesAndCRDs`.
+const RELEASED_BY_DEFAULT: [&str; 2] = ["n2", "crd"];
+const CRD_NAME: &str = "widgets.example.com";
 
 /// One object of a revision: name, value (a ConfigMap's `data.v`, a
-/// Service's port), and whether it asks to be handed over
+/// Service's port, a Widget's `spec.v`, a Namespace's or CRD's annotation
+/// `v`), and whether it asks to be handed over
 /// (`krmsync.dev/adopt: "true"`).
 type Obj = (&'static str, String, bool);
 
-fn kind_of(name: &str) -> &'static str {
-    if name == "s" { "Service" } else { "ConfigMap" }
+/// What a pool name stands for: apiVersion, kind, plural, namespace and
+/// object name.
+fn what(
+    name: &'static str,
+) -> (
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+    &'static str,
+) {
+    match name {
+        "s" => ("v1", "Service", "services", Some(NS), name),
+        "n2" => ("v1", "Namespace", "namespaces", None, name),
+        "y" => ("v1", "ConfigMap", "configmaps", Some("n2"), name),
+        "crd" => (
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            None,
+            CRD_NAME,
+        ),
+        "w" => ("example.com/v1", "Widget", "widgets", Some(NS), name),
+        _ => ("v1", "ConfigMap", "configmaps", Some(NS), name),
+    }
+}
+
+fn kind_of(name: &'static str) -> &'static str {
+    what(name).1
+}
+
+/// The pool object a prerequisite of `name` is: the Namespace of `y`, the
+/// CRD of `w`.
+fn needs(name: &str) -> Option<&'static str> {
+    match name {
+        "y" => Some("n2"),
+        "w" => Some("crd"),
+        _ => None,
+    }
 }
 
 fn manifest((name, v, adopt): &Obj) -> String {
-    let meta = if *adopt {
-        format!("metadata:\n  name: {name}\n  annotations:\n    {ADOPT_ANNOTATION}: \"true\"\n")
-    } else {
-        format!("metadata:\n  name: {name}\n")
-    };
-    match kind_of(name) {
+    let (api_version, kind, _, ns, object) = what(name);
+    let mut meta = format!("metadata:\n  name: {object}\n");
+    if let Some(ns) = ns.filter(|ns| *ns != NS) {
+        meta += &format!("  namespace: {ns}\n");
+    }
+    let value_annotation = matches!(kind, "Namespace" | "CustomResourceDefinition");
+    if *adopt || value_annotation {
+        meta += "  annotations:\n";
+    }
+    if *adopt {
+        meta += &format!("    {ADOPT_ANNOTATION}: \"true\"\n");
+    }
+    if value_annotation {
+        meta += &format!("    v: \"{v}\"\n");
+    }
+    let head = format!("apiVersion: {api_version}\nkind: {kind}\n{meta}");
+    match kind {
         "Service" => format!(
-            "apiVersion: v1\nkind: Service\n{meta}spec:\n  selector:\n    app: {name}\n  ports:\n  - port: {v}\n    protocol: TCP\n"
+            "{head}spec:\n  selector:\n    app: {name}\n  ports:\n  - port: {v}\n    protocol: TCP\n"
         ),
-        _ => format!("apiVersion: v1\nkind: ConfigMap\n{meta}data:\n  v: {v}\n"),
+        "Namespace" => head,
+        "CustomResourceDefinition" => format!(
+            "{head}spec:\n  group: example.com\n  names:\n    kind: Widget\n    listKind: WidgetList\n    plural: widgets\n    singular: widget\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+        ),
+        "Widget" => format!("{head}spec:\n  v: \"{v}\"\n"),
+        _ => format!("{head}data:\n  v: \"{v}\"\n"),
     }
 }
 
 /// The value of `obj` as [`Obj`] holds it.
 fn value_of(obj: &Value) -> String {
-    match obj["kind"].as_str() {
-        Some("Service") => obj["spec"]["ports"][0]["port"].to_string(),
-        _ => obj["data"]["v"].as_str().unwrap_or_default().to_string(),
-    }
+    let v = match obj["kind"].as_str() {
+        Some("Service") => return obj["spec"]["ports"][0]["port"].to_string(),
+        Some("Namespace" | "CustomResourceDefinition") => &obj["metadata"]["annotations"]["v"],
+        Some("Widget") => &obj["spec"]["v"],
+        _ => &obj["data"]["v"],
+    };
+    v.as_str().unwrap_or_default().to_string()
 }
 
 /// xorshift64*: small, seedable, enough to pick operations.
@@ -115,6 +189,10 @@ struct World {
     unpruned: BTreeSet<&'static str>,
     /// The suspended Kustomizations (`spec.suspend`).
     suspended: BTreeSet<&'static str>,
+    /// The Kustomizations with `spec.deleteNamespacesAndCRDs: true`.
+    deleting_kinds: BTreeSet<&'static str>,
+    /// Whether any Kustomization ever had it.
+    ever_deleting_kinds: bool,
     /// Objects an `Orphan` deletion left: they may stay, owned by a
     /// Kustomization that is gone or (once adopted and dropped) by nobody.
     orphaned: BTreeSet<&'static str>,
@@ -124,12 +202,45 @@ struct World {
     /// At the start of [`World::settle`]: the objects each broken one owned.
     owned_when_broken: Vec<(&'static str, &'static str)>,
     log: Vec<String>,
+    /// The ServiceAccount each Kustomization acts as (none: the
+    /// controller's own identity, RBAC off).
+    identities: BTreeMap<&'static str, &'static str>,
 }
 
 impl World {
-    async fn new(seed: u64) -> World {
+    /// A new cluster; in half the histories RBAC is on and each
+    /// Kustomization acts as a ServiceAccount: `a` as `operator`
+    /// (cluster-admin), `b` as `deployer` (admin of `apps` only) or, one
+    /// time in four, as `operator` too.
+    async fn new(seed: u64, rng: &mut Rng) -> World {
         let h = Harness::new(Settings::default()).await;
+        h.fake.set_namespace_lifecycle(true);
         h.namespace(NS);
+        let mut identities = BTreeMap::new();
+        if rng.below(2) == 0 {
+            h.fake.set_rbac(true);
+            for (kind, name, namespace) in [
+                ("User", "someone", None),
+                ("ServiceAccount", "operator", Some(NS)),
+            ] {
+                h.fake.insert(json!({
+                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": format!("{name}-cluster-admin")},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole", "name": "cluster-admin"},
+                    "subjects": [{"kind": kind, "name": name, "namespace": namespace}],
+                }));
+            }
+            h.service_account(NS, "operator", "view");
+            h.service_account(NS, "deployer", "admin");
+            identities.insert("a", "operator");
+            let b = if rng.below(4) == 0 {
+                "operator"
+            } else {
+                "deployer"
+            };
+            identities.insert("b", b);
+        }
         h.configmap(NS, "user", "mine");
         h.configmap(NS, "pre", "old");
         let user_rv =
@@ -140,11 +251,14 @@ impl World {
         World {
             h,
             seed,
+            identities,
             user_rv,
             revisions: BTreeMap::new(),
             orphaning: Default::default(),
             unpruned: Default::default(),
             suspended: Default::default(),
+            deleting_kinds: Default::default(),
+            ever_deleting_kinds: false,
             orphaned: Default::default(),
             broken: Default::default(),
             owned_when_broken: Vec::new(),
@@ -160,12 +274,28 @@ impl World {
         )
     }
 
-    fn live(&self, name: &str) -> Option<Value> {
-        self.h.object("v1", kind_of(name), Some(NS), name)
+    fn live(&self, name: &'static str) -> Option<Value> {
+        let (api_version, kind, _, ns, object) = what(name);
+        self.h.object(api_version, kind, ns, object)
     }
 
-    fn configmaps(&self) -> Api<ConfigMap> {
-        Api::namespaced(self.h.fake.client(), NS)
+    /// The API of the pool object `name`, as someone else (user
+    /// `someone`) uses it.
+    fn api_of(&self, name: &'static str) -> Api<DynamicObject> {
+        let (api_version, kind, plural, ns, _) = what(name);
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let resource = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        let client = self.h.fake.client_as("someone");
+        match ns {
+            Some(ns) => Api::namespaced_with(client, ns, &resource),
+            None => Api::all_with(client, &resource),
+        }
     }
 
     /// A new revision of `ks`: up to three objects of the pool with random
@@ -174,12 +304,16 @@ impl World {
         let mut objs: Vec<Obj> = Vec::new();
         for _ in 0..rng.below(4) {
             let name = *rng.pick(&POOL);
-            if !objs.iter().any(|o| o.0 == name) {
-                let v = match kind_of(name) {
-                    "Service" => format!("{}", 8000 + rng.below(10)),
-                    _ => format!("{ks}{}", rng.below(10)),
-                };
-                objs.push((name, v, rng.below(4) == 0));
+            // half the time with its Namespace or CRD
+            let with = needs(name).filter(|_| rng.below(2) == 0);
+            for name in with.into_iter().chain([name]) {
+                if !objs.iter().any(|o| o.0 == name) {
+                    let v = match kind_of(name) {
+                        "Service" => format!("{}", 8000 + rng.below(10)),
+                        _ => format!("{ks}{}", rng.below(10)),
+                    };
+                    objs.push((name, v, rng.below(4) == 0));
+                }
             }
         }
         let files: Vec<(String, String)> = objs
@@ -203,8 +337,11 @@ impl World {
         let orphan = created && rng.below(6) == 0;
         if created {
             let policy = if orphan { "Orphan" } else { "Delete" };
-            self.h
-                .kustomization(NS, ks, json!({"deletionPolicy": policy}));
+            let mut spec = json!({"deletionPolicy": policy});
+            if let Some(sa) = self.identities.get(ks) {
+                spec["serviceAccountName"] = json!(sa);
+            }
+            self.h.kustomization(NS, ks, spec);
             if orphan {
                 self.orphaning.insert(ks);
             } else {
@@ -212,6 +349,7 @@ impl World {
             }
             self.unpruned.remove(ks);
             self.suspended.remove(ks);
+            self.deleting_kinds.remove(ks);
         }
         if broken {
             self.broken.insert(ks);
@@ -302,6 +440,11 @@ impl World {
                     ("PATCH", "/configmaps/"),
                     ("DELETE", "/configmaps/"),
                     ("GET", "/configmaps"),
+                    ("PATCH", "/namespaces/n2"),
+                    ("DELETE", "/namespaces/n2"),
+                    ("PATCH", "/customresourcedefinitions/"),
+                    ("DELETE", "/customresourcedefinitions/"),
+                    ("PATCH", "/widgets/"),
                     ("PATCH", "/kustomizations/"),
                     ("POST", "/secrets"),
                     ("PATCH", "/secrets/"),
@@ -317,11 +460,11 @@ impl World {
                 self.h.fake.clear_failures();
             }
             7 => {
-                let name = *rng.pick(&POOL[..4]);
+                let name = *rng.pick(&["x0", "x1", "x2", "x3", "n2", "y", "w"]);
                 if self.live(name).is_some() {
                     self.log.push(format!("someone deletes {name}"));
-                    self.configmaps()
-                        .delete(name, &DeleteParams::default())
+                    self.api_of(name)
+                        .delete(what(name).4, &DeleteParams::default())
                         .await
                         .unwrap();
                 }
@@ -331,11 +474,19 @@ impl World {
                 if name != "s" && self.live(name).is_some() {
                     self.log
                         .push(format!("someone else's field manager edits {name}"));
-                    let patch = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": name}, "data": {"v": "edited"}});
-                    self.configmaps()
+                    let (api_version, kind, _, _, object) = what(name);
+                    let mut patch = json!({"apiVersion": api_version, "kind": kind,
+                        "metadata": {"name": object}});
+                    match kind {
+                        "Namespace" | "CustomResourceDefinition" => {
+                            patch["metadata"]["annotations"] = json!({"v": "edited"})
+                        }
+                        "Widget" => patch["spec"] = json!({"v": "edited"}),
+                        _ => patch["data"] = json!({"v": "edited"}),
+                    }
+                    self.api_of(name)
                         .patch(
-                            name,
+                            object,
                             &PatchParams::apply("someone").force(),
                             &Patch::Apply(&patch),
                         )
@@ -371,10 +522,10 @@ impl World {
             11 | 12 => {
                 let live = self.h.get_opt(NS, ks).await;
                 if live.is_some_and(|k| k.metadata.deletion_timestamp.is_none()) {
-                    let (field, set) = if rng.below(2) == 0 {
-                        ("prune", &mut self.unpruned)
-                    } else {
-                        ("suspend", &mut self.suspended)
+                    let (field, default, set) = match rng.below(3) {
+                        0 => ("prune", true, &mut self.unpruned),
+                        1 => ("suspend", false, &mut self.suspended),
+                        _ => ("deleteNamespacesAndCRDs", false, &mut self.deleting_kinds),
                     };
                     // each set holds the Kustomizations whose field is off
                     // its default
@@ -384,7 +535,8 @@ impl World {
                     } else {
                         set.remove(ks);
                     }
-                    let value = (field == "suspend") == off_default;
+                    let value = default != off_default;
+                    self.ever_deleting_kinds |= !self.deleting_kinds.is_empty();
                     self.log.push(format!("{ks}: spec.{field} set to {value}"));
                     self.h
                         .api(NS)
@@ -477,6 +629,32 @@ impl World {
             .collect()
     }
 
+    /// Whether the fake ever received a `method` request for the pool
+    /// object `name` (the object itself, not a subresource).
+    fn ever(&self, method: &str, name: &'static str) -> bool {
+        let path = path_of(name);
+        self.h
+            .fake
+            .requests()
+            .iter()
+            .any(|r| r.method == method && r.path == path)
+    }
+
+    /// Whether prune or a deletion ever released the pool object `name`
+    /// (a patch removing krmsync's labels).
+    fn ever_released(&self, name: &'static str) -> bool {
+        let path = path_of(name);
+        self.h.fake.requests().iter().any(|r| {
+            r.method == "PATCH"
+                && r.path == path
+                && r.body.as_ref().is_some_and(|b| {
+                    b["metadata"]["labels"]
+                        .get(NAME_LABEL)
+                        .is_some_and(Value::is_null)
+                })
+        })
+    }
+
     /// What holds after every step.
     fn check_always(&self) {
         let user = self
@@ -487,6 +665,42 @@ impl World {
         }
         if self.live("pre").is_none() {
             self.fail("the pre-existing `pre` was deleted".into());
+        }
+        // with ServiceAccounts, the controller's own identity never writes
+        // (nor dry-runs) an object of a Kustomization
+        if !self.identities.is_empty() {
+            let paths: Vec<String> = POOL.into_iter().map(path_of).collect();
+            let collections: Vec<&str> = paths
+                .iter()
+                .map(|p| p.rsplit_once('/').unwrap().0)
+                .collect();
+            if let Some(r) = self.h.fake.requests().iter().find(|r| {
+                r.user == "system:admin"
+                    && match r.method.as_str() {
+                        "POST" => collections.contains(&r.path.as_str()),
+                        "PATCH" | "PUT" | "DELETE" => paths.contains(&r.path),
+                        _ => false,
+                    }
+            }) {
+                self.fail(format!("written with the controller's own identity: {r:?}"));
+            }
+        }
+        // Namespaces and CRDs are released, not deleted, unless asked
+        if !self.ever_deleting_kinds {
+            for name in RELEASED_BY_DEFAULT {
+                let path = path_of(name);
+                if let Some(r) = self
+                    .h
+                    .fake
+                    .requests()
+                    .iter()
+                    .find(|r| r.method == "DELETE" && r.path == path && r.user != "someone")
+                {
+                    self.fail(format!(
+                        "{name} deleted without deleteNamespacesAndCRDs: {r:?}"
+                    ));
+                }
+            }
         }
     }
 
@@ -517,16 +731,19 @@ impl World {
         for name in POOL {
             let Some(o) = self.live(name) else { continue };
             let orphaned = self.orphaned.contains(name);
+            // a Namespace or CRD released by prune or deletion stays, owned
+            // by nobody, and may be adopted (not created) by another
+            let released = RELEASED_BY_DEFAULT.contains(&name) && self.ever_released(name);
             let owner = o["metadata"]["labels"][NAME_LABEL].as_str();
             let created = &o["metadata"]["annotations"][CREATED_BY_ANNOTATION];
             match owner {
-                None if name != "pre" && !orphaned => {
+                None if name != "pre" && !orphaned && !released => {
                     self.fail(format!("{name} left behind, owned by nobody: {o}"))
                 }
                 None => {}
                 Some(ks) => {
                     labelled.entry(ks.to_string()).or_default().push(name);
-                    if !orphaned && created.is_null() != (name == "pre") {
+                    if !orphaned && !released && created.is_null() != (name == "pre") {
                         self.fail(format!("{name}: wrong created-by annotation: {o}"));
                     }
                 }
@@ -573,7 +790,10 @@ impl World {
                     self.fail(format!("{ks}: an unrenderable revision gave {ready:?}"));
                 }
                 for &(_, name) in self.owned_when_broken.iter().filter(|o| o.0 == ks) {
-                    if self.live(name).is_none() {
+                    // (an object whose Namespace or CRD someone else deleted
+                    // went with it)
+                    let cascaded = needs(name).is_some_and(|p| self.ever("DELETE", p));
+                    if self.live(name).is_none() && !cascaded {
                         self.fail(format!("{ks}: {name} deleted after a failed render"));
                     }
                 }
@@ -582,7 +802,7 @@ impl World {
                 // explicitly (`krmsync.dev/adopt`) is skipped by every other
                 // one that renders it: a Ready status then says "handed over"
                 let taken =
-                    |name: &str| {
+                    |name: &'static str| {
                         self.live(name).is_some_and(|o| {
                             o["metadata"]["annotations"][ADOPT_ANNOTATION] == "true"
                                 && o["metadata"]["labels"][NAME_LABEL].as_str().is_some_and(
@@ -627,7 +847,22 @@ impl World {
                             .is_some_and(|owner| owner != ks)
                     })
                 });
-                if ready.reason != "OwnershipConflict" || !foreign {
+                // an object whose Namespace or CRD neither exists nor is in
+                // the revision cannot be applied
+                let unservable = revision.iter().any(|(name, _, _)| {
+                    needs(name).is_some_and(|p| {
+                        self.live(p).is_none() && !revision.iter().any(|o| o.0 == p)
+                    })
+                });
+                // `deployer` may write nothing outside `apps`
+                let forbidden = self.identities.get(ks) == Some(&"deployer")
+                    && revision.iter().any(|(name, _, _)| what(name).3 != Some(NS));
+                let explained = match ready.reason.as_str() {
+                    "OwnershipConflict" => foreign,
+                    "ApplyFailed" => unservable || forbidden,
+                    _ => false,
+                };
+                if !explained {
                     self.fail(format!(
                         "{ks} is not Ready for another reason than a conflict: {ready:?}"
                     ));
@@ -670,9 +905,25 @@ fn listed(k: &krmsync::api::Kustomization) -> Vec<String> {
         .collect()
 }
 
+/// The API path of the pool object `name`.
+fn path_of(name: &'static str) -> String {
+    let (api_version, _, plural, ns, object) = what(name);
+    let root = if api_version.contains('/') {
+        "apis"
+    } else {
+        "api"
+    };
+    match ns {
+        Some(ns) => format!("/{root}/{api_version}/namespaces/{ns}/{plural}/{object}"),
+        None => format!("/{root}/{api_version}/{plural}/{object}"),
+    }
+}
+
 /// The inventory id of the pool object `name`.
-fn inventory_id(name: &str) -> String {
-    format!("{NS}_{name}__{}", kind_of(name))
+fn inventory_id(name: &'static str) -> String {
+    let (api_version, kind, _, ns, object) = what(name);
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    format!("{}_{object}_{group}_{kind}", ns.unwrap_or_default())
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -689,7 +940,7 @@ async fn random_histories_of_two_owners_converge() {
     let mut steps = 0;
     for seed in first..first + histories {
         let mut rng = Rng::new(seed);
-        let mut w = World::new(seed).await;
+        let mut w = World::new(seed, &mut rng).await;
         for _ in 0..8 + rng.below(12) {
             w.step(&mut rng).await;
             steps += 1;
