@@ -1,5 +1,5 @@
 //! Random histories. `crash_points.rs` kills one reconcile of a fixed
-//! scenario at every write; here two Kustomizations, `a` and `b`, share a
+//! scenario at every write; here three Kustomizations, `a`, `b` and `c`, share a
 //! pool of object names (ConfigMaps, a Service, a Namespace and a
 //! ConfigMap in it, a CRD and a custom resource of it) and live through
 //! random sequences of what happens in a cluster: new revisions,
@@ -11,8 +11,8 @@
 //! again. The namespace lifecycle is on: deleting the Namespace deletes
 //! what is in it, nothing is created in a Namespace that does not exist.
 //! In half the histories RBAC is on and the Kustomizations act as
-//! ServiceAccounts: `a` as a cluster-admin, `b` usually as an admin of
-//! `apps` only.
+//! ServiceAccounts: `a` as a cluster-admin, `b` and `c` usually as admins
+//! of `apps` only. Two or all three are sometimes reconciled at once.
 //! After each history every fault is cleared, the controller restarts and
 //! reconciles each Kustomization a few times; then:
 //!
@@ -46,6 +46,8 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use futures::future::join_all;
+
 use krmsync::api::{ADOPT_ANNOTATION, CREATED_BY_ANNOTATION, NAME_LABEL};
 use krmsync::controller::{Settings, kustomization};
 use kube::Api;
@@ -54,7 +56,7 @@ use serde_json::{Value, json};
 use support::{Harness, crash_point};
 
 const NS: &str = "apps";
-const OWNERS: [&str; 2] = ["a", "b"];
+const OWNERS: [&str; 3] = ["a", "b", "c"];
 /// Names a revision picks from: `pre` exists before any Kustomization; `s`
 /// is a Service; `n2` is the Namespace `n2` and `y` a ConfigMap in it;
 /// `crd` is the CRD of `Widget`s and `w` a Widget; the others are
@@ -210,8 +212,8 @@ struct World {
 impl World {
     /// A new cluster; in half the histories RBAC is on and each
     /// Kustomization acts as a ServiceAccount: `a` as `operator`
-    /// (cluster-admin), `b` as `deployer` (admin of `apps` only) or, one
-    /// time in four, as `operator` too.
+    /// (cluster-admin), `b` and `c` each as `deployer` (admin of `apps`
+    /// only) or, one time in four, as `operator` too.
     async fn new(seed: u64, rng: &mut Rng) -> World {
         let h = Harness::new(Settings::default()).await;
         h.fake.set_namespace_lifecycle(true);
@@ -234,12 +236,14 @@ impl World {
             h.service_account(NS, "operator", "view");
             h.service_account(NS, "deployer", "admin");
             identities.insert("a", "operator");
-            let b = if rng.below(4) == 0 {
-                "operator"
-            } else {
-                "deployer"
-            };
-            identities.insert("b", b);
+            for ks in ["b", "c"] {
+                let sa = if rng.below(4) == 0 {
+                    "operator"
+                } else {
+                    "deployer"
+                };
+                identities.insert(ks, sa);
+            }
         }
         h.configmap(NS, "user", "mine");
         h.configmap(NS, "pre", "old");
@@ -495,25 +499,33 @@ impl World {
                 }
             }
             9 => {
+                // all three, or two of them
+                let together: Vec<&str> = match rng.below(4) {
+                    0 => OWNERS.to_vec(),
+                    n => OWNERS
+                        .iter()
+                        .copied()
+                        .filter(|o| *o != OWNERS[n - 1])
+                        .collect(),
+                };
                 let crash = (rng.below(2) == 1).then(|| (rng.below(10), rng.below(2) == 1));
-                self.log
-                    .push(format!("a and b: reconciled at once{}", killed(crash)));
-                let (a, b) = tokio::join!(self.ask("a"), self.ask("b"));
+                self.log.push(format!(
+                    "{}: reconciled at once{}",
+                    together.join(", "),
+                    killed(crash)
+                ));
+                let asked = join_all(together.iter().map(|ks| self.ask(ks))).await;
                 if let Some((k, lose)) = crash {
                     self.h.fake.crash_after(k, lose);
                 }
-                tokio::join!(
-                    async {
-                        if a {
-                            self.run("a").await
-                        }
-                    },
-                    async {
-                        if b {
-                            self.run("b").await
-                        }
-                    }
-                );
+                join_all(
+                    together
+                        .iter()
+                        .zip(asked)
+                        .filter(|(_, exists)| *exists)
+                        .map(|(ks, _)| self.run(ks)),
+                )
+                .await;
                 if crash.is_some() {
                     self.h.fake.clear_failures();
                     self.h.restart();
@@ -710,7 +722,7 @@ impl World {
         self.h.fake.clear_failures();
         self.h.restart();
         self.log
-            .push("settle: restart, reconcile a, b three times".into());
+            .push("settle: restart, reconcile each Kustomization three times".into());
         for &ks in &self.broken {
             for name in self.labelled_by(ks) {
                 self.owned_when_broken.push((ks, name));
@@ -934,7 +946,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 }
 
 #[tokio::test]
-async fn random_histories_of_two_owners_converge() {
+async fn random_histories_of_three_owners_converge() {
     let histories = env_number("KRMSYNC_HISTORIES", 40);
     let first = env_number("KRMSYNC_HISTORY_SEED", 1);
     let mut steps = 0;
