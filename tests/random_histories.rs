@@ -49,11 +49,12 @@ use std::sync::Arc;
 use futures::future::join_all;
 
 use krmsync::api::{ADOPT_ANNOTATION, CREATED_BY_ANNOTATION, NAME_LABEL};
+use krmsync::apply::inventory_entry;
 use krmsync::controller::{Settings, kustomization};
 use kube::Api;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
-use support::{Harness, crash_point};
+use support::{Harness, Recorded, crash_point};
 
 const NS: &str = "apps";
 const OWNERS: [&str; 3] = ["a", "b", "c"];
@@ -72,18 +73,58 @@ const CRD_NAME: &str = "widgets.example.com";
 /// (`krmsync.dev/adopt: "true"`).
 type Obj = (&'static str, String, bool);
 
-/// What a pool name stands for: apiVersion, kind, plural, namespace and
-/// object name.
-fn what(
+/// What a pool name stands for.
+struct Target {
+    api_version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespace: Option<&'static str>,
     name: &'static str,
-) -> (
-    &'static str,
-    &'static str,
-    &'static str,
-    Option<&'static str>,
-    &'static str,
-) {
-    match name {
+}
+
+impl Target {
+    fn group_version(&self) -> (&'static str, &'static str) {
+        self.api_version
+            .split_once('/')
+            .unwrap_or(("", self.api_version))
+    }
+
+    fn resource(&self) -> ApiResource {
+        let (group, version) = self.group_version();
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, version, self.kind),
+            self.plural,
+        )
+    }
+
+    /// The object's API path.
+    fn path(&self) -> String {
+        let root = if self.api_version.contains('/') {
+            "apis"
+        } else {
+            "api"
+        };
+        let Target {
+            api_version,
+            plural,
+            name,
+            ..
+        } = self;
+        match self.namespace {
+            Some(ns) => format!("/{root}/{api_version}/namespaces/{ns}/{plural}/{name}"),
+            None => format!("/{root}/{api_version}/{plural}/{name}"),
+        }
+    }
+
+    /// Its id in an inventory.
+    fn inventory_id(&self) -> String {
+        let (group, version) = self.group_version();
+        inventory_entry(group, version, self.kind, self.namespace, self.name).id
+    }
+}
+
+fn what(name: &'static str) -> Target {
+    let (api_version, kind, plural, namespace, object) = match name {
         "s" => ("v1", "Service", "services", Some(NS), name),
         "n2" => ("v1", "Namespace", "namespaces", None, name),
         "y" => ("v1", "ConfigMap", "configmaps", Some("n2"), name),
@@ -96,11 +137,18 @@ fn what(
         ),
         "w" => ("example.com/v1", "Widget", "widgets", Some(NS), name),
         _ => ("v1", "ConfigMap", "configmaps", Some(NS), name),
+    };
+    Target {
+        api_version,
+        kind,
+        plural,
+        namespace,
+        name: object,
     }
 }
 
 fn kind_of(name: &'static str) -> &'static str {
-    what(name).1
+    what(name).kind
 }
 
 /// The pool object a prerequisite of `name` is: the Namespace of `y`, the
@@ -114,9 +162,15 @@ fn needs(name: &str) -> Option<&'static str> {
 }
 
 fn manifest((name, v, adopt): &Obj) -> String {
-    let (api_version, kind, _, ns, object) = what(name);
+    let Target {
+        api_version,
+        kind,
+        namespace,
+        name: object,
+        ..
+    } = what(name);
     let mut meta = format!("metadata:\n  name: {object}\n");
-    if let Some(ns) = ns.filter(|ns| *ns != NS) {
+    if let Some(ns) = namespace.filter(|ns| *ns != NS) {
         meta += &format!("  namespace: {ns}\n");
     }
     let value_annotation = matches!(kind, "Namespace" | "CustomResourceDefinition");
@@ -279,24 +333,17 @@ impl World {
     }
 
     fn live(&self, name: &'static str) -> Option<Value> {
-        let (api_version, kind, _, ns, object) = what(name);
-        self.h.object(api_version, kind, ns, object)
+        let t = what(name);
+        self.h.object(t.api_version, t.kind, t.namespace, t.name)
     }
 
     /// The API of the pool object `name`, as someone else (user
     /// `someone`) uses it.
     fn api_of(&self, name: &'static str) -> Api<DynamicObject> {
-        let (api_version, kind, plural, ns, _) = what(name);
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let resource = ApiResource {
-            group: group.into(),
-            version: version.into(),
-            api_version: api_version.into(),
-            kind: kind.into(),
-            plural: plural.into(),
-        };
+        let t = what(name);
+        let resource = t.resource();
         let client = self.h.fake.client_as("someone");
-        match ns {
+        match t.namespace {
             Some(ns) => Api::namespaced_with(client, ns, &resource),
             None => Api::all_with(client, &resource),
         }
@@ -468,7 +515,7 @@ impl World {
                 if self.live(name).is_some() {
                     self.log.push(format!("someone deletes {name}"));
                     self.api_of(name)
-                        .delete(what(name).4, &DeleteParams::default())
+                        .delete(what(name).name, &DeleteParams::default())
                         .await
                         .unwrap();
                 }
@@ -478,10 +525,10 @@ impl World {
                 if name != "s" && self.live(name).is_some() {
                     self.log
                         .push(format!("someone else's field manager edits {name}"));
-                    let (api_version, kind, _, _, object) = what(name);
-                    let mut patch = json!({"apiVersion": api_version, "kind": kind,
-                        "metadata": {"name": object}});
-                    match kind {
+                    let t = what(name);
+                    let mut patch = json!({"apiVersion": t.api_version, "kind": t.kind,
+                        "metadata": {"name": t.name}});
+                    match t.kind {
                         "Namespace" | "CustomResourceDefinition" => {
                             patch["metadata"]["annotations"] = json!({"v": "edited"})
                         }
@@ -490,7 +537,7 @@ impl World {
                     }
                     self.api_of(name)
                         .patch(
-                            object,
+                            t.name,
                             &PatchParams::apply("someone").force(),
                             &Patch::Apply(&patch),
                         )
@@ -641,30 +688,38 @@ impl World {
             .collect()
     }
 
-    /// Whether the fake ever received a `method` request for the pool
-    /// object `name` (the object itself, not a subresource).
-    fn ever(&self, method: &str, name: &'static str) -> bool {
-        let path = path_of(name);
+    /// The first `method` request the fake received for the pool object
+    /// `name` itself (not a subresource) that also matches `and`.
+    fn request_to(
+        &self,
+        method: &str,
+        name: &'static str,
+        and: impl Fn(&Recorded) -> bool,
+    ) -> Option<Recorded> {
+        let path = what(name).path();
         self.h
             .fake
             .requests()
-            .iter()
-            .any(|r| r.method == method && r.path == path)
+            .into_iter()
+            .find(|r| r.method == method && r.path == path && and(r))
+    }
+
+    /// Whether the fake ever received a `method` request for `name`.
+    fn ever(&self, method: &str, name: &'static str) -> bool {
+        self.request_to(method, name, |_| true).is_some()
     }
 
     /// Whether prune or a deletion ever released the pool object `name`
     /// (a patch removing krmsync's labels).
     fn ever_released(&self, name: &'static str) -> bool {
-        let path = path_of(name);
-        self.h.fake.requests().iter().any(|r| {
-            r.method == "PATCH"
-                && r.path == path
-                && r.body.as_ref().is_some_and(|b| {
-                    b["metadata"]["labels"]
-                        .get(NAME_LABEL)
-                        .is_some_and(Value::is_null)
-                })
+        self.request_to("PATCH", name, |r| {
+            r.body.as_ref().is_some_and(|b| {
+                b["metadata"]["labels"]
+                    .get(NAME_LABEL)
+                    .is_some_and(Value::is_null)
+            })
         })
+        .is_some()
     }
 
     /// What holds after every step.
@@ -681,7 +736,7 @@ impl World {
         // with ServiceAccounts, the controller's own identity never writes
         // (nor dry-runs) an object of a Kustomization
         if !self.identities.is_empty() {
-            let paths: Vec<String> = POOL.into_iter().map(path_of).collect();
+            let paths: Vec<String> = POOL.into_iter().map(|n| what(n).path()).collect();
             let collections: Vec<&str> = paths
                 .iter()
                 .map(|p| p.rsplit_once('/').unwrap().0)
@@ -700,14 +755,7 @@ impl World {
         // Namespaces and CRDs are released, not deleted, unless asked
         if !self.ever_deleting_kinds {
             for name in RELEASED_BY_DEFAULT {
-                let path = path_of(name);
-                if let Some(r) = self
-                    .h
-                    .fake
-                    .requests()
-                    .iter()
-                    .find(|r| r.method == "DELETE" && r.path == path && r.user != "someone")
-                {
+                if let Some(r) = self.request_to("DELETE", name, |r| r.user != "someone") {
                     self.fail(format!(
                         "{name} deleted without deleteNamespacesAndCRDs: {r:?}"
                     ));
@@ -836,7 +884,7 @@ impl World {
                     if !want.iter().all(|n| got.contains(n))
                         || !got
                             .iter()
-                            .all(|n| want.contains(n) || listed.contains(&inventory_id(n)))
+                            .all(|n| want.contains(n) || listed.contains(&what(n).inventory_id()))
                     {
                         self.fail(format!(
                             "{ks} (no prune) is Ready with {want:?} but owns {got:?}, lists {listed:?}"
@@ -868,7 +916,9 @@ impl World {
                 });
                 // `deployer` may write nothing outside `apps`
                 let forbidden = self.identities.get(ks) == Some(&"deployer")
-                    && revision.iter().any(|(name, _, _)| what(name).3 != Some(NS));
+                    && revision
+                        .iter()
+                        .any(|(name, _, _)| what(name).namespace != Some(NS));
                 let explained = match ready.reason.as_str() {
                     "OwnershipConflict" => foreign,
                     "ApplyFailed" => unservable || forbidden,
@@ -885,7 +935,7 @@ impl World {
                 // pending inventory, for the next one (or the deletion) to prune
                 let listed = listed(&k);
                 for name in owned.iter().filter(|n| !self.orphaned.contains(*n)) {
-                    if !listed.contains(&inventory_id(name)) {
+                    if !listed.contains(&what(name).inventory_id()) {
                         self.fail(format!(
                             "{ks} owns {name}, which it does not list: {listed:?}"
                         ));
@@ -915,27 +965,6 @@ fn listed(k: &krmsync::api::Kustomization) -> Vec<String> {
         .iter()
         .map(|e| e.id.clone())
         .collect()
-}
-
-/// The API path of the pool object `name`.
-fn path_of(name: &'static str) -> String {
-    let (api_version, _, plural, ns, object) = what(name);
-    let root = if api_version.contains('/') {
-        "apis"
-    } else {
-        "api"
-    };
-    match ns {
-        Some(ns) => format!("/{root}/{api_version}/namespaces/{ns}/{plural}/{object}"),
-        None => format!("/{root}/{api_version}/{plural}/{object}"),
-    }
-}
-
-/// The inventory id of the pool object `name`.
-fn inventory_id(name: &'static str) -> String {
-    let (api_version, kind, _, ns, object) = what(name);
-    let group = api_version.split_once('/').map_or("", |(g, _)| g);
-    format!("{}_{object}_{group}_{kind}", ns.unwrap_or_default())
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
