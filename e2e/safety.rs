@@ -134,7 +134,8 @@ fn ownership_conflicts_are_refused() {
 }
 
 /// An object handed over with `krmsync.dev/adopt` is skipped by its
-/// previous owner, and deleted by the new one when its revision drops it
+/// previous owner (which records it in `status.handedOver`) and refused to
+/// any other, and deleted by the new one when its revision drops it
 /// (krmsync created it); a pre-existing object handed over the same way is
 /// released instead.
 #[test]
@@ -183,15 +184,50 @@ fn a_handed_over_object_is_deleted_by_its_new_owner_only_if_krmsync_created_it()
         );
     }
     e.request_reconcile("old");
-    e.wait_for("old to report the hand-over", || {
+    let old = e.wait_for("old to report the hand-over", || {
         let k = get_json(&[KS, "old", "-n", &ns]).ok_or("old is gone")?;
         let (status, _, message) = condition(&k, "Applied").ok_or("no Applied condition")?;
         if status == "True" && message.contains("handed over") {
-            Ok(())
+            Ok(k)
         } else {
             Err(message)
         }
     });
+    // what it handed over is in its status (the CRD's schema keeps the
+    // field), so the reconciles after it skip the objects the same way
+    let handed = old.pointer("/status/handedOver/entries").cloned();
+    assert!(
+        handed
+            .as_ref()
+            .and_then(|h| h.as_array())
+            .is_some_and(|h| h.len() == 2),
+        "status.handedOver: {handed:?}"
+    );
+    // a Kustomization that never held the object is refused for it
+    push_bundle(
+        &ns,
+        "bystander",
+        &[
+            ("kustomization.yaml", "resources: [moving.yaml]\n"),
+            ("moving.yaml", &cm("moving", None)),
+        ],
+    );
+    e.apply_kustomization("bystander", &bundle_spec("bystander", ""));
+    let k = e.wait_not_ready("bystander", "OwnershipConflict");
+    let (_, _, message) = condition(&k, "Ready").unwrap();
+    assert!(
+        message.contains(&format!("Kustomization {ns}/new")),
+        "{message}"
+    );
+    kubectl(&[
+        "delete",
+        KS,
+        "bystander",
+        "-n",
+        &ns,
+        "--wait=true",
+        "--timeout=60s",
+    ]);
 
     push_bundle(&ns, "new", &[("kustomization.yaml", "resources: []\n")]);
     e.wait_ready("new", |r| r != first);

@@ -165,7 +165,7 @@ async fn objects_of_a_deleted_owner_are_adopted_and_survive_the_adopter() {
 
 #[tokio::test]
 async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_reports_the_loss() {
-    let h = harness().await;
+    let mut h = harness().await;
     h.bundle(
         NS,
         "old",
@@ -196,7 +196,7 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
             .any(|n| n.contains("apps/moving") && n.contains("apps/new")),
         "{notes:?}"
     );
-    let inv = k.status.unwrap().inventory.unwrap();
+    let inv = k.status.clone().unwrap().inventory.unwrap();
     assert!(
         inv.entries.iter().all(|e| !e.id.contains("moving")),
         "{inv:?}"
@@ -205,6 +205,60 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
         h.object("v1", "ConfigMap", Some(NS), "moving").unwrap()["data"]["v"],
         "new"
     );
+    // it remembers what it handed over (in its status, not in memory): the
+    // reconciles after it, after a restart too, skip the object the same way
+    let handed = k.status.unwrap().handed_over.unwrap();
+    assert_eq!(handed.entries.len(), 1, "{handed:?}");
+    assert!(handed.entries[0].id.contains("moving"), "{handed:?}");
+    h.restart();
+    for _ in 0..2 {
+        let k = h.reconcile_ready(NS, "old").await;
+        assert!(condition(&k, "Applied").message.contains("1 handed over"));
+    }
+
+    // a Kustomization that never held it is refused, not told it was
+    // handed over
+    h.bundle(
+        NS,
+        "bystander",
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &cm("moving", "bystander")),
+        ],
+    );
+    h.kustomization(NS, "bystander", json!({}));
+    let by = h.reconcile(NS, "bystander").await;
+    let ready = condition(&by, "Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "OwnershipConflict"),
+        "{ready:?}"
+    );
+    assert!(
+        ready.message.contains("Kustomization apps/new"),
+        "{ready:?}"
+    );
+    let obj = h.object("v1", "ConfigMap", Some(NS), "moving").unwrap();
+    assert_eq!(labels(&obj), (Some("new"), Some(NS)));
+    assert_eq!(obj["data"]["v"], "new");
+    h.delete(NS, "bystander").await;
+
+    // once its revision drops the object, it forgets it: the field goes
+    h.bundle(
+        NS,
+        "old",
+        &[
+            ("kustomization.yaml", &kust(&["keep.yaml"])),
+            ("keep.yaml", &cm("old-keep", "k")),
+        ],
+    );
+    let k = h.reconcile_ready(NS, "old").await;
+    assert!(
+        k.status.as_ref().unwrap().handed_over.is_none(),
+        "{:?}",
+        k.status
+    );
+    assert!(h.object("v1", "ConfigMap", Some(NS), "moving").is_some());
 
     // deleting the old owner deletes its own object, not the handed-over one
     h.delete(NS, "old").await;

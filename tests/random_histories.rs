@@ -23,7 +23,8 @@
 //!   controller's own identity never wrote (nor dry-ran) a pool object;
 //! - a `Ready` Kustomization owns exactly its revision's objects, with that
 //!   revision's content, whatever someone else edited or deleted (without
-//!   prune: those and objects it still lists); a suspended one says so;
+//!   prune: those and objects it still lists), but for objects it held that
+//!   another one took over explicitly; a suspended one says so;
 //! - a Kustomization that is not `Ready` is so only because another one
 //!   owns an object of its revision (`OwnershipConflict`), because its
 //!   bundle does not render (`RenderFailed`: then it deleted nothing), or
@@ -48,7 +49,9 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 
-use krmsync::api::{ADOPT_ANNOTATION, CREATED_BY_ANNOTATION, NAME_LABEL};
+use krmsync::api::{
+    ADOPT_ANNOTATION, CREATED_BY_ANNOTATION, NAME_LABEL, PENDING_INVENTORY_ANNOTATION,
+};
 use krmsync::apply::inventory_entry;
 use krmsync::controller::{Settings, kustomization};
 use kube::Api;
@@ -261,6 +264,9 @@ struct World {
     /// The ServiceAccount each Kustomization acts as (none: the
     /// controller's own identity, RBAC off).
     identities: BTreeMap<&'static str, &'static str>,
+    /// How many requests the fake had received when each Kustomization was
+    /// last created.
+    born: BTreeMap<&'static str, usize>,
 }
 
 impl World {
@@ -321,6 +327,7 @@ impl World {
             broken: Default::default(),
             owned_when_broken: Vec::new(),
             log: Vec::new(),
+            born: BTreeMap::new(),
         }
     }
 
@@ -392,6 +399,7 @@ impl World {
             if let Some(sa) = self.identities.get(ks) {
                 spec["serviceAccountName"] = json!(sa);
             }
+            self.born.insert(ks, self.h.fake.requests().len());
             self.h.kustomization(NS, ks, spec);
             if orphan {
                 self.orphaning.insert(ks);
@@ -704,6 +712,26 @@ impl World {
             .find(|r| r.method == method && r.path == path && and(r))
     }
 
+    /// Whether `ks`, since it was last created, recorded the pool object
+    /// `name` as its own (in its pending inventory or its status): only then
+    /// may it have held it.
+    fn ever_recorded(&self, ks: &str, name: &'static str) -> bool {
+        let path = format!("/apis/krmsync.dev/v1alpha1/namespaces/{NS}/kustomizations/{ks}");
+        let status = format!("{path}/status");
+        let id = what(name).inventory_id();
+        let born = self.born.get(ks).copied().unwrap_or_default();
+        self.h.fake.requests()[born..].iter().any(|r| {
+            r.method == "PATCH"
+                && (r.path == path || r.path == status)
+                && r.body.as_ref().is_some_and(|b| {
+                    let pending = &b["metadata"]["annotations"][PENDING_INVENTORY_ANNOTATION];
+                    [pending, &b["status"]["inventory"]]
+                        .iter()
+                        .any(|v| v.to_string().contains(&id))
+                })
+        })
+    }
+
     /// Whether the fake ever received a `method` request for `name`.
     fn ever(&self, method: &str, name: &'static str) -> bool {
         self.request_to(method, name, |_| true).is_some()
@@ -859,8 +887,9 @@ impl World {
                 }
             } else if ready.status == "True" {
                 // an object another existing Kustomization took over
-                // explicitly (`krmsync.dev/adopt`) is skipped by every other
-                // one that renders it: a Ready status then says "handed over"
+                // explicitly (`krmsync.dev/adopt`) is skipped by the ones
+                // that held it and still render it: a Ready status then
+                // says "handed over" (one that never held it is refused)
                 let taken =
                     |name: &'static str| {
                         self.live(name).is_some_and(|o| {
@@ -868,7 +897,7 @@ impl World {
                                 && o["metadata"]["labels"][NAME_LABEL].as_str().is_some_and(
                                     |other| other != ks && self.revisions.contains_key(other),
                                 )
-                        })
+                        }) && self.ever_recorded(ks, name)
                     };
                 let mut want: Vec<&str> = revision
                     .iter()

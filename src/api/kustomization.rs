@@ -292,6 +292,13 @@ pub struct KustomizationStatus {
     /// The objects applied by the last successful reconcile (used to prune).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inventory: Option<Inventory>,
+    /// Objects this Kustomization held that another one took over
+    /// explicitly (`krmsync.dev/adopt`) and that it still renders: it skips
+    /// them (reporting them as handed over) instead of being refused for
+    /// them. Another Kustomization that renders such an object without ever
+    /// having held it is refused (`OwnershipConflict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handed_over: Option<Inventory>,
     /// Where the rendered manifests of the last successful apply are stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendered: Option<RenderedRef>,

@@ -247,6 +247,8 @@ pub struct ForeignObject {
     pub adopt: bool,
     /// Its owner took it over explicitly (the live object asks to be adopted).
     pub handed_over: bool,
+    /// Its inventory entry.
+    pub entry: InventoryEntry,
 }
 
 /// A validated set of objects with what the cluster held for each; nothing
@@ -271,13 +273,16 @@ impl Plan {
     }
 
     /// Removes the objects that another Kustomization took over explicitly
-    /// (and that this render does not ask to take back) while that
-    /// Kustomization exists (`owner_alive(namespace, name)`): they are
-    /// neither applied nor kept in the inventory. Returns them. Objects
-    /// handed over to a Kustomization that is gone stay (adopted back).
+    /// from this one (`held(entry)`: this one held the object) and that this
+    /// render does not ask to take back, while that Kustomization exists
+    /// (`owner_alive(namespace, name)`): they are neither applied nor kept in
+    /// the inventory. Returns them. Objects handed over to a Kustomization
+    /// that is gone stay (adopted back); objects this one never held stay
+    /// foreign (see [`Plan::foreign`]).
     pub fn take_handed_over(
         &mut self,
         owner_alive: impl Fn(&str, &str) -> bool,
+        held: impl Fn(&InventoryEntry) -> bool,
     ) -> Vec<ForeignObject> {
         let taken = |p: &Planned| match &p.live {
             Live::Foreign {
@@ -285,7 +290,11 @@ impl Plan {
                 owner_name,
                 handed_over: true,
                 ..
-            } => !asks_adoption(&p.obj) && owner_alive(owner_namespace, owner_name),
+            } => {
+                !asks_adoption(&p.obj)
+                    && held(&p.oref.entry())
+                    && owner_alive(owner_namespace, owner_name)
+            }
             _ => false,
         };
         let gone: Vec<ForeignObject> = self
@@ -406,6 +415,7 @@ fn foreign_of(p: &Planned) -> Option<ForeignObject> {
             owner_name: owner_name.clone(),
             adopt: asks_adoption(&p.obj),
             handed_over: *handed_over,
+            entry: p.oref.entry(),
         }),
         _ => None,
     }
@@ -572,8 +582,9 @@ impl Applier {
         opts: &ApplyOptions,
     ) -> Result<ApplyReport, ApplyError> {
         let mut plan = self.plan(objects, opts, None).await?;
-        // without a way to tell whether owners exist: every owner is alive
-        plan.take_handed_over(|_, _| true);
+        // without a way to tell whether owners exist or what was held: every
+        // owner is alive and every handed-over object was ours
+        plan.take_handed_over(|_, _| true, |_| true);
         if let Some(f) = plan
             .foreign()
             .into_iter()

@@ -452,12 +452,24 @@ async fn pipeline(
     .map_err(Failure::Apply)?
     .map_err(|e| Failure::Apply(e.to_string()))?;
     let alive = owners_alive(ctx, &plan).await?;
-    let handed_over = plan.take_handed_over(|ns, name| {
-        alive
-            .get(&(ns.to_string(), name.to_string()))
-            .copied()
-            .unwrap_or(true)
-    });
+    // skipped only by a Kustomization that held the object (it lists it, or
+    // listed it when it was handed over): another one is refused for it
+    let held: std::collections::HashSet<String> = k
+        .recorded_inventory()
+        .entries
+        .into_iter()
+        .chain(st.handed_over.iter().flat_map(|i| i.entries.clone()))
+        .map(|e| e.id)
+        .collect();
+    let handed_over = plan.take_handed_over(
+        |ns, name| {
+            alive
+                .get(&(ns.to_string(), name.to_string()))
+                .copied()
+                .unwrap_or(true)
+        },
+        |e| held.contains(&e.id),
+    );
     check_ownership(k, &plan, &alive)?;
 
     // crash consistency: before the first write of a revision, the
@@ -630,6 +642,14 @@ async fn pipeline(
         // not on every no-op reconcile: it would be a status write each time
         st.last_apply_duration = Some(secs(elapsed));
     }
+    st.handed_over = (!handed_over.is_empty()).then(|| Inventory {
+        entries: handed_over
+            .iter()
+            .map(|f| f.entry.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+    });
     st.inventory = Some(if k.spec.prune {
         inventory
     } else {
