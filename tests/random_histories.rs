@@ -6,21 +6,25 @@
 //! reconciles, the controller killed at a random write (its answer
 //! sometimes lost) more than once in a row, an API server refusing one
 //! request, objects deleted or edited by someone else, `prune`, `suspend`
-//! and `deleteNamespacesAndCRDs` switched, Kustomizations deleted (either
-//! deletion policy, sometimes while a reconcile of theirs runs) and created
-//! again. The namespace lifecycle is on: deleting the Namespace deletes
-//! what is in it, nothing is created in a Namespace that does not exist.
+//! and `deleteNamespacesAndCRDs` switched, `targetNamespace` set to `apps`
+//! or `n2` or removed (every namespaced object moves, and the Namespace `n2`
+//! of a revision becomes the target: `apps`, the Kustomizations' own,
+//! which exists before), Kustomizations deleted (either deletion policy,
+//! sometimes while a reconcile of theirs runs) and created again. The
+//! namespace lifecycle is on: deleting the Namespace deletes what is in
+//! it, nothing is created in a Namespace that does not exist.
 //! In half the histories RBAC is on and the Kustomizations act as
 //! ServiceAccounts: `a` as a cluster-admin, `b` and `c` usually as admins
 //! of `apps` only. Two or all three are sometimes reconciled at once.
-//! After each history every fault is cleared, the controller restarts and
-//! reconciles each Kustomization a few times; then:
+//! After each history every fault is cleared and the controller reconciles
+//! each Kustomization a few times, then again after a restart; each time:
 //!
-//! - the unmanaged ConfigMap `user` was never written, and `pre` (which
-//!   exists before krmsync and which either Kustomization may adopt) was
-//!   never deleted; no Namespace or CRD was deleted by krmsync unless a
-//!   Kustomization had `deleteNamespacesAndCRDs`; with ServiceAccounts, the
-//!   controller's own identity never wrote (nor dry-ran) a pool object;
+//! - the unmanaged ConfigMap `user` was never written, and `pre` and the
+//!   Namespace `apps` (which exist before krmsync and which any
+//!   Kustomization may adopt) were never deleted; no Namespace or CRD was
+//!   deleted by krmsync unless a Kustomization had
+//!   `deleteNamespacesAndCRDs`; with ServiceAccounts, the controller's own
+//!   identity never wrote (nor dry-ran) a pool object;
 //! - a `Ready` Kustomization owns exactly its revision's objects, with that
 //!   revision's content, whatever someone else edited or deleted (without
 //!   prune: those and objects it still lists), but for objects it held that
@@ -66,8 +70,21 @@ const OWNERS: [&str; 3] = ["a", "b", "c"];
 /// `crd` is the CRD of `Widget`s and `w` a Widget; the others are
 /// ConfigMaps. Everything namespaced but `y` is in `apps`.
 const POOL: [&str; 10] = ["x0", "x1", "x2", "x3", "s", "pre", "n2", "y", "crd", "w"];
+/// Where a `spec.targetNamespace` moves pool objects (`name@namespace`):
+/// every namespaced object into it, and the Namespace `n2` renamed to it
+/// (kustomize's `namespace:`), so `n2@apps` is the Namespace `apps` the
+/// Kustomizations live in.
+const MOVED: [&str; 9] = [
+    "x0@n2", "x1@n2", "x2@n2", "x3@n2", "s@n2", "pre@n2", "w@n2", "y@apps", "n2@apps",
+];
+/// Every object a revision may stand for.
+fn everything() -> impl Iterator<Item = &'static str> {
+    POOL.into_iter().chain(MOVED)
+}
+/// The objects that exist before any Kustomization: never deleted.
+const PRE_EXISTING: [&str; 2] = ["pre", "n2@apps"];
 /// The pool objects that prune releases unless `deleteNamespacesAndCRDs`.
-const RELEASED_BY_DEFAULT: [&str; 2] = ["n2", "crd"];
+const RELEASED_BY_DEFAULT: [&str; 3] = ["n2", "crd", "n2@apps"];
 const CRD_NAME: &str = "widgets.example.com";
 
 /// One object of a revision: name, value (a ConfigMap's `data.v`, a
@@ -127,6 +144,22 @@ impl Target {
 }
 
 fn what(name: &'static str) -> Target {
+    let (base, moved_to) = match name.split_once('@') {
+        Some((base, ns)) => (base, Some(ns)),
+        None => (name, None),
+    };
+    let mut t = what_unmoved(base);
+    if let Some(ns) = moved_to {
+        match t.namespace {
+            Some(_) => t.namespace = Some(ns),
+            None => t.name = ns,
+        }
+    }
+    t
+}
+
+/// The pool object `name` (without `@`).
+fn what_unmoved(name: &'static str) -> Target {
     let (api_version, kind, plural, namespace, object) = match name {
         "s" => ("v1", "Service", "services", Some(NS), name),
         "n2" => ("v1", "Namespace", "namespaces", None, name),
@@ -154,17 +187,47 @@ fn kind_of(name: &'static str) -> &'static str {
     what(name).kind
 }
 
-/// The pool object a prerequisite of `name` is: the Namespace of `y`, the
-/// CRD of `w`.
-fn needs(name: &str) -> Option<&'static str> {
-    match name {
-        "y" => Some("n2"),
-        "w" => Some("crd"),
-        _ => None,
+/// The pool objects `name` needs: the Namespace `n2` for what is in it,
+/// the CRD for a Widget.
+fn needs(name: &'static str) -> Vec<&'static str> {
+    let t = what(name);
+    let mut needed = Vec::new();
+    if t.namespace == Some("n2") {
+        needed.push("n2");
     }
+    if t.kind == "Widget" {
+        needed.push("crd");
+    }
+    needed
+}
+
+/// The pool name without where a `spec.targetNamespace` moved it.
+fn unmoved(name: &'static str) -> &'static str {
+    name.split_once('@').map_or(name, |(base, _)| base)
+}
+
+/// Where `spec.targetNamespace: target` puts the pool object `name`.
+fn moved(name: &'static str, target: Option<&'static str>) -> &'static str {
+    let base = unmoved(name);
+    let Some(target) = target else { return base };
+    let t = what_unmoved(base);
+    let landing = match t.kind {
+        "Namespace" => (None, target),
+        _ if t.namespace.is_some() => (Some(target), t.name),
+        _ => return base,
+    };
+    everything()
+        .find(|n| {
+            unmoved(n) == base && {
+                let m = what(n);
+                (m.namespace, m.name) == landing
+            }
+        })
+        .unwrap_or_else(|| panic!("no pool name for {base} in {target}"))
 }
 
 fn manifest((name, v, adopt): &Obj) -> String {
+    let name = unmoved(name);
     let Target {
         api_version,
         kind,
@@ -267,6 +330,8 @@ struct World {
     /// How many requests the fake had received when each Kustomization was
     /// last created.
     born: BTreeMap<&'static str, usize>,
+    /// The Kustomizations with a `spec.targetNamespace`, and its value.
+    targets: BTreeMap<&'static str, &'static str>,
 }
 
 impl World {
@@ -328,6 +393,7 @@ impl World {
             owned_when_broken: Vec::new(),
             log: Vec::new(),
             born: BTreeMap::new(),
+            targets: BTreeMap::new(),
         }
     }
 
@@ -363,7 +429,11 @@ impl World {
         for _ in 0..rng.below(4) {
             let name = *rng.pick(&POOL);
             // half the time with its Namespace or CRD
-            let with = needs(name).filter(|_| rng.below(2) == 0);
+            let with = if rng.below(2) == 0 {
+                needs(name)
+            } else {
+                Vec::new()
+            };
             for name in with.into_iter().chain([name]) {
                 if !objs.iter().any(|o| o.0 == name) {
                     let v = match kind_of(name) {
@@ -409,6 +479,12 @@ impl World {
             self.unpruned.remove(ks);
             self.suspended.remove(ks);
             self.deleting_kinds.remove(ks);
+            self.targets.remove(ks);
+        }
+        // where the Kustomization's spec.targetNamespace puts them
+        let target = self.targets.get(ks).copied();
+        for o in &mut objs {
+            o.0 = moved(o.0, target);
         }
         if broken {
             self.broken.insert(ks);
@@ -479,7 +555,7 @@ impl World {
 
     async fn step(&mut self, rng: &mut Rng) {
         let ks = *rng.pick(&OWNERS);
-        match rng.below(13) {
+        match rng.below(14) {
             0 | 1 => self.new_revision(rng, ks).await,
             2 | 3 => {
                 self.log.push(format!("{ks}: reconcile"));
@@ -519,7 +595,9 @@ impl World {
                 self.h.fake.clear_failures();
             }
             7 => {
-                let name = *rng.pick(&["x0", "x1", "x2", "x3", "n2", "y", "w"]);
+                let name = *rng.pick(&[
+                    "x0", "x1", "x2", "x3", "n2", "y", "w", "x0@n2", "y@apps", "w@n2",
+                ]);
                 if self.live(name).is_some() {
                     self.log.push(format!("someone deletes {name}"));
                     self.api_of(name)
@@ -529,8 +607,8 @@ impl World {
                 }
             }
             8 => {
-                let name = *rng.pick(&POOL);
-                if name != "s" && self.live(name).is_some() {
+                let name = *rng.pick(&everything().collect::<Vec<_>>());
+                if what(name).kind != "Service" && self.live(name).is_some() {
                     self.log
                         .push(format!("someone else's field manager edits {name}"));
                     let t = what(name);
@@ -616,6 +694,33 @@ impl World {
                         .unwrap();
                 }
             }
+            13 => {
+                let live = self.h.get_opt(NS, ks).await;
+                if live.is_some_and(|k| k.metadata.deletion_timestamp.is_none()) {
+                    // objects move to the new target namespace (or back)
+                    let target = *rng.pick(&[None, Some(NS), Some("n2")]);
+                    match target {
+                        Some(t) => self.targets.insert(ks, t),
+                        None => self.targets.remove(ks),
+                    };
+                    if let Some(objs) = self.revisions.get_mut(ks) {
+                        for o in objs {
+                            o.0 = moved(o.0, target);
+                        }
+                    }
+                    self.log
+                        .push(format!("{ks}: spec.targetNamespace set to {target:?}"));
+                    self.h
+                        .api(NS)
+                        .patch(
+                            ks,
+                            &PatchParams::default(),
+                            &Patch::Merge(&json!({"spec": {"targetNamespace": target}})),
+                        )
+                        .await
+                        .unwrap();
+                }
+            }
             _ => {
                 if let Some(k) = self.h.get_opt(NS, ks).await
                     && k.metadata.deletion_timestamp.is_none()
@@ -688,7 +793,7 @@ impl World {
 
     /// The pool objects that carry `ks`'s owner label.
     fn labelled_by(&self, ks: &str) -> Vec<&'static str> {
-        POOL.into_iter()
+        everything()
             .filter(|name| {
                 self.live(name)
                     .is_some_and(|o| o["metadata"]["labels"][NAME_LABEL] == ks)
@@ -758,13 +863,15 @@ impl World {
         if user["metadata"]["resourceVersion"] != self.user_rv.as_str() {
             self.fail(format!("the unmanaged `user` was written: {user}"));
         }
-        if self.live("pre").is_none() {
-            self.fail("the pre-existing `pre` was deleted".into());
+        for name in PRE_EXISTING {
+            if self.live(name).is_none() {
+                self.fail(format!("the pre-existing `{name}` was deleted"));
+            }
         }
         // with ServiceAccounts, the controller's own identity never writes
         // (nor dry-runs) an object of a Kustomization
         if !self.identities.is_empty() {
-            let paths: Vec<String> = POOL.into_iter().map(|n| what(n).path()).collect();
+            let paths: Vec<String> = everything().map(|n| what(n).path()).collect();
             let collections: Vec<&str> = paths
                 .iter()
                 .map(|p| p.rsplit_once('/').unwrap().0)
@@ -792,18 +899,24 @@ impl World {
         }
     }
 
-    /// Clears every fault, restarts the controller and reconciles each
-    /// Kustomization three times over.
-    async fn settle(&mut self) {
+    /// Clears every fault, restarts the controller when `restart` (or goes
+    /// on with what it keeps in memory) and reconciles each Kustomization
+    /// three times over.
+    async fn settle(&mut self, restart: bool) {
         self.h.fake.clear_failures();
-        self.h.restart();
-        self.log
-            .push("settle: restart, reconcile each Kustomization three times".into());
-        for &ks in &self.broken {
-            for name in self.labelled_by(ks) {
-                self.owned_when_broken.push((ks, name));
+        if restart {
+            self.h.restart();
+        } else {
+            for &ks in &self.broken {
+                for name in self.labelled_by(ks) {
+                    self.owned_when_broken.push((ks, name));
+                }
             }
         }
+        self.log.push(format!(
+            "settle: {}reconcile each Kustomization three times",
+            if restart { "restart, " } else { "" }
+        ));
         for _ in 0..3 {
             for ks in OWNERS {
                 self.reconcile(ks).await;
@@ -816,8 +929,9 @@ impl World {
     async fn check_settled(&self) {
         self.check_always();
         let mut labelled: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-        for name in POOL {
+        for name in everything() {
             let Some(o) = self.live(name) else { continue };
+            let pre_existing = PRE_EXISTING.contains(&name);
             let orphaned = self.orphaned.contains(name);
             // a Namespace or CRD released by prune or deletion stays, owned
             // by nobody, and may be adopted (not created) by another
@@ -825,13 +939,13 @@ impl World {
             let owner = o["metadata"]["labels"][NAME_LABEL].as_str();
             let created = &o["metadata"]["annotations"][CREATED_BY_ANNOTATION];
             match owner {
-                None if name != "pre" && !orphaned && !released => {
+                None if !pre_existing && !orphaned && !released => {
                     self.fail(format!("{name} left behind, owned by nobody: {o}"))
                 }
                 None => {}
                 Some(ks) => {
                     labelled.entry(ks.to_string()).or_default().push(name);
-                    if !orphaned && !released && created.is_null() != (name == "pre") {
+                    if !orphaned && !released && created.is_null() != pre_existing {
                         self.fail(format!("{name}: wrong created-by annotation: {o}"));
                     }
                 }
@@ -880,7 +994,7 @@ impl World {
                 for &(_, name) in self.owned_when_broken.iter().filter(|o| o.0 == ks) {
                     // (an object whose Namespace or CRD someone else deleted
                     // went with it)
-                    let cascaded = needs(name).is_some_and(|p| self.ever("DELETE", p));
+                    let cascaded = needs(name).iter().any(|p| self.ever("DELETE", p));
                     if self.live(name).is_none() && !cascaded {
                         self.fail(format!("{ks}: {name} deleted after a failed render"));
                     }
@@ -939,9 +1053,9 @@ impl World {
                 // an object whose Namespace or CRD neither exists nor is in
                 // the revision cannot be applied
                 let unservable = revision.iter().any(|(name, _, _)| {
-                    needs(name).is_some_and(|p| {
-                        self.live(p).is_none() && !revision.iter().any(|o| o.0 == p)
-                    })
+                    needs(name)
+                        .iter()
+                        .any(|p| self.live(p).is_none() && !revision.iter().any(|o| o.0 == *p))
                 });
                 // `deployer` may write nothing outside `apps`
                 let forbidden = self.identities.get(ks) == Some(&"deployer")
@@ -1015,8 +1129,11 @@ async fn random_histories_of_three_owners_converge() {
             w.step(&mut rng).await;
             steps += 1;
         }
-        w.settle().await;
-        w.check_settled().await;
+        // the same state with the controller's memory, then without it
+        for restart in [false, true] {
+            w.settle(restart).await;
+            w.check_settled().await;
+        }
     }
     eprintln!("random histories: {histories} histories, {steps} steps, seeds {first}..");
 }
