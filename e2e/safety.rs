@@ -113,24 +113,31 @@ fn ownership_conflicts_are_refused() {
     );
     e.apply_kustomization("first", &bundle_spec("first", ""));
     e.wait_ready("first", |_| true);
-    e.apply_kustomization("second", &bundle_spec("second", ""));
-    let k = e.wait_not_ready("second", "OwnershipConflict");
+    refused_for_ownership_then_deleted(&mut e, "second", "first");
+    let shared = get_json(&["configmap", "shared", "-n", &ns]).expect("kept");
+    assert_owned_by(&shared, &ns, "first");
+}
+
+/// Creates the Kustomization `name` (of the bundle `name`), waits until it
+/// is refused with `OwnershipConflict` naming `owner`, and deletes it.
+fn refused_for_ownership_then_deleted(e: &mut E2e, name: &str, owner: &str) {
+    let ns = e.ns().to_string();
+    e.apply_kustomization(name, &bundle_spec(name, ""));
+    let k = e.wait_not_ready(name, "OwnershipConflict");
     let (_, _, message) = condition(&k, "Ready").unwrap();
     assert!(
-        message.contains(&format!("Kustomization {ns}/first")),
+        message.contains(&format!("Kustomization {ns}/{owner}")),
         "{message}"
     );
     kubectl(&[
         "delete",
         KS,
-        "second",
+        name,
         "-n",
         &ns,
         "--wait=true",
         "--timeout=60s",
     ]);
-    let shared = get_json(&["configmap", "shared", "-n", &ns]).expect("kept");
-    assert_owned_by(&shared, &ns, "first");
 }
 
 /// An object handed over with `krmsync.dev/adopt` is skipped by its
@@ -212,22 +219,7 @@ fn a_handed_over_object_is_deleted_by_its_new_owner_only_if_krmsync_created_it()
             ("moving.yaml", &cm("moving", None)),
         ],
     );
-    e.apply_kustomization("bystander", &bundle_spec("bystander", ""));
-    let k = e.wait_not_ready("bystander", "OwnershipConflict");
-    let (_, _, message) = condition(&k, "Ready").unwrap();
-    assert!(
-        message.contains(&format!("Kustomization {ns}/new")),
-        "{message}"
-    );
-    kubectl(&[
-        "delete",
-        KS,
-        "bystander",
-        "-n",
-        &ns,
-        "--wait=true",
-        "--timeout=60s",
-    ]);
+    refused_for_ownership_then_deleted(&mut e, "bystander", "new");
 
     push_bundle(&ns, "new", &[("kustomization.yaml", "resources: []\n")]);
     e.wait_ready("new", |r| r != first);

@@ -33,6 +33,18 @@ fn labels(obj: &Value) -> (Option<&str>, Option<&str>) {
     )
 }
 
+/// The bundle `ks`: the ConfigMap `name` holding `v: value`.
+fn one_configmap_bundle(h: &Harness, ks: &str, name: &str, value: &str) {
+    h.bundle(
+        NS,
+        ks,
+        &[
+            ("kustomization.yaml", &kust(&["cm.yaml"])),
+            ("cm.yaml", &cm(name, value)),
+        ],
+    );
+}
+
 /// ConfigMap `name` holding `v: new`, annotated `krmsync.dev/adopt: "true"`.
 fn adopting_cm(name: &str) -> String {
     format!(
@@ -130,14 +142,7 @@ async fn objects_of_a_deleted_owner_are_adopted_and_survive_the_adopter() {
                      "labels": {NAME_LABEL: "gone", NAMESPACE_LABEL: NS},
                      "annotations": {CREATED_BY_ANNOTATION: "apps/gone"}},
         "data": {"v": "old"}}));
-    h.bundle(
-        NS,
-        "new",
-        &[
-            ("kustomization.yaml", &kust(&["cm.yaml"])),
-            ("cm.yaml", &cm("legacy", "new")),
-        ],
-    );
+    one_configmap_bundle(&h, "new", "legacy", "new");
     h.kustomization(NS, "new", json!({}));
     let k = h.reconcile_ready(NS, "new").await;
     let obj = h.object("v1", "ConfigMap", Some(NS), "legacy").unwrap();
@@ -218,14 +223,7 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
 
     // a Kustomization that never held it is refused, not told it was
     // handed over
-    h.bundle(
-        NS,
-        "bystander",
-        &[
-            ("kustomization.yaml", &kust(&["cm.yaml"])),
-            ("cm.yaml", &cm("moving", "bystander")),
-        ],
-    );
+    one_configmap_bundle(&h, "bystander", "moving", "bystander");
     h.kustomization(NS, "bystander", json!({}));
     let by = h.reconcile(NS, "bystander").await;
     let ready = condition(&by, "Ready");
@@ -244,14 +242,7 @@ async fn the_adopt_annotation_hands_an_object_over_and_the_previous_owner_report
     h.delete(NS, "bystander").await;
 
     // once its revision drops the object, it forgets it: the field goes
-    h.bundle(
-        NS,
-        "old",
-        &[
-            ("kustomization.yaml", &kust(&["keep.yaml"])),
-            ("keep.yaml", &cm("old-keep", "k")),
-        ],
-    );
+    one_configmap_bundle(&h, "old", "old-keep", "k");
     let k = h.reconcile_ready(NS, "old").await;
     assert!(
         k.status.as_ref().unwrap().handed_over.is_none(),
@@ -460,14 +451,7 @@ async fn deleting_every_namespace_at_once_is_refused_unless_acknowledged() {
     h.reconcile_ready(NS, "app").await;
 
     // e.g. a broken commit that lost the namespaces file
-    h.bundle(
-        NS,
-        "app",
-        &[
-            ("kustomization.yaml", &kust(&["cm.yaml"])),
-            ("cm.yaml", &cm("c", "1")),
-        ],
-    );
+    one_configmap_bundle(&h, "app", "c", "1");
     let (_, ready) = h.reconcile_failing(NS, "app", "DeletionRefused").await;
     assert!(ready.message.contains("n1") && ready.message.contains("n2"));
     assert!(h.object("v1", "Namespace", None, "n1").is_some());
