@@ -452,14 +452,15 @@ async fn pipeline(
     .map_err(Failure::Apply)?
     .map_err(|e| Failure::Apply(e.to_string()))?;
     let alive = owners_alive(ctx, &plan).await?;
+    // what the status and an unsettled pending inventory record as ours
+    let mut recorded = k.recorded_inventory();
     // skipped only by a Kustomization that held the object (it lists it, or
     // listed it when it was handed over): another one is refused for it
-    let held: std::collections::HashSet<String> = k
-        .recorded_inventory()
+    let held: std::collections::HashSet<&str> = recorded
         .entries
-        .into_iter()
-        .chain(st.handed_over.iter().flat_map(|i| i.entries.clone()))
-        .map(|e| e.id)
+        .iter()
+        .chain(st.handed_over.iter().flat_map(|i| &i.entries))
+        .map(|e| e.id.as_str())
         .collect();
     let handed_over = plan.take_handed_over(
         |ns, name| {
@@ -468,7 +469,7 @@ async fn pipeline(
                 .copied()
                 .unwrap_or(true)
         },
-        |e| held.contains(&e.id),
+        |e| held.contains(e.id.as_str()),
     );
     check_ownership(k, &plan, &alive)?;
 
@@ -476,7 +477,6 @@ async fn pipeline(
     // finalizer is in place and the Kustomization records everything the
     // revision may create (objects an unfinished reconcile recorded count)
     let listed = st.inventory.clone().unwrap_or_default();
-    let mut recorded = k.recorded_inventory();
     let mut attempt = pending.map(|p| p.attempt);
     let listed_keys: std::collections::HashSet<(&str, &str)> = listed
         .entries
