@@ -186,36 +186,55 @@ pub fn scalar_text(v: &Value) -> String {
 /// `Ok(None)` when something on the way is missing or null; `Err` when a
 /// node of the wrong kind is in the way or an element is malformed.
 pub fn get<'a>(root: &'a Value, path: &str) -> Result<Option<&'a Value>, String> {
+    Ok(locate(root, path)?.and_then(|at| super::resource::value_at(root, &at)))
+}
+
+/// Where [`get`] finds its value: the keys and list positions leading to
+/// it. A replacement's value is that node itself (a kyaml pointer), so it is
+/// followed by position, not by looking the path up again: later writes only
+/// replace nodes or append to maps and lists, never move existing nodes.
+pub fn locate(root: &Value, path: &str) -> Result<Option<Vec<PathSeg>>, String> {
     let parts: Vec<String> = split_dotted(path)
         .into_iter()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
     let mut cur = root;
+    let mut at = Vec::with_capacity(parts.len());
     for part in &parts {
         let next = match classify(part) {
-            PathElem::Index(i) => get_elements(cur)?.and_then(|items| items.get(i)),
-            PathElem::Match { key, value } => {
-                get_elements(cur)?.and_then(|items| find_exact(items, &key, &value))
+            PathElem::Index(i) => {
+                get_elements(cur)?.and_then(|items| items.get(i).map(|v| (PathSeg::Index(i), v)))
             }
+            PathElem::Match { key, value } => get_elements(cur)?.and_then(|items| {
+                let found = find_exact(items, &key, &value)?;
+                let i = items.iter().position(|e| std::ptr::eq(e, found))?;
+                Some((PathSeg::Index(i), found))
+            }),
             PathElem::Malformed(_) => return Err(MALFORMED_MSG.to_string()),
-            PathElem::Wildcard => get_field(cur, "*")?,
+            PathElem::Wildcard => get_field(cur, "*")?.map(|v| (PathSeg::Key("*".to_string()), v)),
             PathElem::Field(f) => {
                 if f == "-" {
-                    get_elements(cur)?.and_then(|items| items.last())
+                    get_elements(cur)?.and_then(|items| {
+                        let i = items.len().checked_sub(1)?;
+                        Some((PathSeg::Index(i), &items[i]))
+                    })
                 } else if let Ok(n) = f.parse::<i64>() {
                     return Err(format!("array index {n} cannot be negative"));
                 } else {
-                    get_field(cur, &f)?
+                    get_field(cur, &f)?.map(|v| (PathSeg::Key(f.clone()), v))
                 }
             }
         };
         match next {
-            Some(v) => cur = v,
+            Some((seg, v)) => {
+                at.push(seg);
+                cur = v;
+            }
             None => return Ok(None),
         }
     }
-    Ok(Some(cur))
+    Ok(Some(at))
 }
 
 fn get_field<'a>(node: &'a Value, name: &str) -> Result<Option<&'a Value>, String> {

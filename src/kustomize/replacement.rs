@@ -640,26 +640,34 @@ pub fn apply_replacements<R: ReplacementResource>(
         let (index, value) = source_value(resources, source)?;
         // kyaml hands the source node itself to the targets (a copy only
         // when a delimiter picks a part of it): a target that rewrites the
-        // source node changes what the later targets get
-        let live = source
+        // source node, or a node inside it, changes what the later targets
+        // get. The node is followed by its position, never by its path: a
+        // write that changes what the path selects (a list element's key
+        // renamed) leaves the value as it is.
+        let mut live = if source
             .options
             .as_ref()
             .is_none_or(|o| o.delimiter.is_empty())
-            .then_some(LiveSource { index, src: source });
+        {
+            fieldpath::locate(resources[index].object(), source_field_path(source))?
+                .map(|at| LiveSource { index, at })
+        } else {
+            None
+        };
         let mut value = value;
         for t in &r.targets {
-            apply_target(resources, &mut value, live.as_ref(), t)?;
+            apply_target(resources, &mut value, &mut live, t)?;
         }
     }
     Ok(())
 }
 
-/// The source of a replacement whose value is read again after each write
-/// that may have changed it.
-struct LiveSource<'a> {
+/// The node a replacement's value is, while writes can still change it.
+struct LiveSource {
     /// Position of the source resource.
     index: usize,
-    src: &'a SourceSelector,
+    /// Where the source node is in it.
+    at: Vec<PathSeg>,
 }
 
 fn source_field_path(src: &SourceSelector) -> &str {
@@ -774,7 +782,7 @@ impl MetaSelector {
 fn apply_target<R: ReplacementResource>(
     resources: &mut [R],
     value: &mut ReplValue,
-    live: Option<&LiveSource>,
+    live: &mut Option<LiveSource>,
     t: &TargetSelector,
 ) -> Result<(), String> {
     let select = t
@@ -821,14 +829,12 @@ fn apply_target<R: ReplacementResource>(
             .any(|r| !r.id_is_empty() && ids.iter().any(|id| r.selects_id(id)));
         if selected && !rejected_by_id {
             let before = res.has_links().then(|| res.object().clone());
-            let source = live.filter(|l| l.index == i);
+            let is_source = live.as_ref().is_some_and(|l| l.index == i);
+            let source = if is_source { Some(&mut *live) } else { None };
             let (obj, texts) = res.object_and_texts_mut();
             copy_to_target(obj, texts, value, source, t.options.as_ref(), &paths)?;
             if let Some(before) = before {
                 res.written(&before);
-            }
-            if let Some(l) = source {
-                *value = value_of(res.object(), res.scalar_texts(), l.src)?;
             }
         }
     }
@@ -836,13 +842,15 @@ fn apply_target<R: ReplacementResource>(
 }
 
 /// Writes `value` at every match of `paths` in `obj`. When `obj` holds the
-/// live source, a write over the source node itself changes `value` for
-/// the writes after it.
+/// live source (`source`), a write over the source node, or inside it,
+/// changes `value` for the writes after it; a write over a node holding it
+/// replaces that node whole (kyaml `SetYNode`), which leaves the source node
+/// out of the document: `value` stays as it is from then on.
 fn copy_to_target(
     obj: &mut Value,
     texts: &mut Vec<TextScalar>,
     value: &mut ReplValue,
-    source: Option<&LiveSource>,
+    mut source: Option<&mut Option<LiveSource>>,
     options: Option<&FieldOptions>,
     paths: &[(String, Vec<PathElem>)],
 ) -> Result<(), String> {
@@ -860,13 +868,8 @@ fn copy_to_target(
             )
         };
         let kind = create.then(|| value.create_kind());
-        // the source node's address, compared (never dereferenced) with
-        // each node written; creating fields could move nodes, so then the
-        // source is only read again after the resource
-        let source_node: Option<*const Value> = source
-            .filter(|_| !create)
-            .and_then(|l| fieldpath::get(obj, source_field_path(l.src)).ok().flatten())
-            .map(|n| n as *const Value);
+        // a write inside the source node: read it again after this path
+        let mut inside = false;
         let mut f = |node: &mut Value, created: bool, at: &[PathSeg]| {
             let recorded = texts
                 .iter()
@@ -883,10 +886,21 @@ fn copy_to_target(
             // stale entries of this field go too
             texts.retain(|t| t.path.as_slice() != at);
             let written = set_field_value(node, at, kept, value, options)?;
-            if source_node == Some(node as *const Value) {
-                *value = ReplValue::from_value(node);
-                if let (ReplValue::Scalar { text, .. }, Some(w)) = (&mut *value, &written) {
-                    text.clone_from(&w.text);
+            if let Some(live) = source.as_deref_mut() {
+                // (the source node itself, a node holding it, a node in it)
+                let (itself, holds, within) = live.as_ref().map_or((false, false, false), |l| {
+                    let src = l.at.as_slice();
+                    (src == at, src.starts_with(at), at.starts_with(src))
+                });
+                if itself {
+                    *value = ReplValue::from_value(node);
+                    if let (ReplValue::Scalar { text, .. }, Some(w)) = (&mut *value, &written) {
+                        text.clone_from(&w.text);
+                    }
+                } else if holds {
+                    *live = None;
+                } else if within {
+                    inside = true;
                 }
             }
             texts.extend(written);
@@ -897,6 +911,12 @@ fn copy_to_target(
             Ok(_) => {}
             Err(VisitError::Path(e)) => return Err(format!("{not_found}: {e}")),
             Err(VisitError::Apply(e)) => return Err(e),
+        }
+        if inside
+            && let Some(Some(l)) = source.as_deref()
+            && let Some(node) = value_at(obj, &l.at)
+        {
+            *value = ReplValue::from_value(node);
         }
     }
     Ok(())
@@ -1118,6 +1138,39 @@ mod tests {
             .unwrap();
         assert_eq!(c[0].str_at(&["image"]), Some("nginx:nginx"));
         assert_eq!(c[1].str_at(&["image"]), Some("redis:nginx"));
+    }
+
+    #[test]
+    fn the_source_is_a_node_not_a_path() {
+        // Oracle (kubectl kustomize 5.5): the value is the node the source
+        // path found; renaming the list key the path selected by keeps it.
+        let d = "{apiVersion: v1, kind: W, metadata: {name: w}, \
+                 spec: {image: old, items: [{name: a, value: '1'}, {name: b, value: '2'}]}}";
+        let r = "[{source: {kind: W, fieldPath: 'spec.items.[name=b].value'}, targets: [\
+                 {select: {kind: W}, fieldPaths: ['spec.items.[name=b].name', spec.image]}]}]";
+        let out = run(&[d], r).unwrap();
+        assert_eq!(
+            out[0].get("spec").cloned(),
+            Some(flow(
+                "{image: '2', items: [{name: a, value: '1'}, {name: '2', value: '2'}]}"
+            ))
+        );
+        // a write over a node holding the source leaves the value as it was
+        let d = "{apiVersion: v1, kind: W, metadata: {name: w}, spec: {image: old, a: {b: v}}}";
+        let r = "[{source: {kind: W, fieldPath: spec.a.b}, targets: [\
+                 {select: {kind: W}, fieldPaths: [spec.a, spec.image]}]}]";
+        let out = run(&[d], r).unwrap();
+        assert_eq!(out[0].get("spec").cloned(), Some(flow("{image: v, a: v}")));
+        // a write inside the source shows in the writes after it
+        let d =
+            "{apiVersion: v1, kind: W, metadata: {name: w}, spec: {copy: {}, m: {x: '1', y: '2'}}}";
+        let r = "[{source: {kind: W, fieldPath: spec.m}, targets: [\
+                 {select: {kind: W}, fieldPaths: [spec.m.x, spec.copy]}]}]";
+        let out = run(&[d], r).unwrap();
+        assert_eq!(
+            out[0].get("spec").cloned(),
+            Some(flow("{copy: {x: '', y: '2'}, m: {x: '', y: '2'}}"))
+        );
     }
 
     #[test]
