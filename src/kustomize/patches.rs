@@ -310,6 +310,9 @@ fn apply_smp_to(
     how: SmpHow,
     schema: &Schema,
 ) -> Result<()> {
+    if !targets.is_empty() {
+        m.smp_merged = true;
+    }
     let mut deleted = Vec::new();
     for &i in targets {
         if !apply_smp_at(m, i, patch, how, schema)? {

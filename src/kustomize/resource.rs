@@ -466,6 +466,9 @@ fn index_remove<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<usize>>, k: &K
 /// trees.
 #[derive(Clone, Debug, Default)]
 pub struct ResMap {
+    /// Set when a strategic-merge patch was merged into one of its
+    /// resources (kyaml then parses its schema; see `BuildCtx`).
+    pub smp_merged: bool,
     list: Vec<Resource>,
     index: Option<HashMap<IdKey, usize>>,
     any_index: Option<HashMap<IdKey, Vec<usize>>>,

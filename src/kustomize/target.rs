@@ -2,7 +2,7 @@
 //! resources, generators, components and transformers in kustomize 5.5's
 //! order.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -33,6 +33,12 @@ pub struct BuildCtx<'o> {
     /// the first kustomization loaded with the field (the top level first)
     /// chooses it for the rest of the build.
     chosen_schema: RefCell<Option<Arc<Schema>>>,
+    /// Whether kyaml would have parsed (or flagged for parsing) its builtin
+    /// schema by now: a strategic-merge patch was merged, or a resource of
+    /// a type outside kyaml's precomputed scope table was read. A custom
+    /// schema a nested kustomization sets is then added to the builtin
+    /// one; before that it replaces it.
+    builtin_touched: Cell<bool>,
     /// Warnings to report with the result.
     warnings: RefCell<Vec<String>>,
 }
@@ -42,6 +48,7 @@ impl<'o> BuildCtx<'o> {
         BuildCtx {
             opts,
             chosen_schema: RefCell::new(None),
+            builtin_touched: Cell::new(false),
             warnings: RefCell::new(Vec::new()),
         }
     }
@@ -54,6 +61,22 @@ impl<'o> BuildCtx<'o> {
     /// The warnings recorded so far.
     pub fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut *self.warnings.borrow_mut())
+    }
+
+    /// Notes what a resource's type does to kyaml's schema state (see
+    /// `builtin_touched`).
+    pub fn note_resource_type(&self, r: &Resource) {
+        if !super::openapi::kyaml_precomputed_scope(&r.api_version(), &r.kind()) {
+            self.builtin_touched.set(true);
+        }
+    }
+
+    /// Notes the strategic-merge patches merged into `m` (see
+    /// `builtin_touched`).
+    pub fn note_merges(&self, m: &mut ResMap) {
+        if std::mem::take(&mut m.smp_merged) {
+            self.builtin_touched.set(true);
+        }
     }
 
     /// The schema for strategic merges: the chosen one, else the builtin.
@@ -235,7 +258,10 @@ impl<'o> Target<'o> {
             .iter()
             .any(|(k, v)| k == "path" || (k == "version" && !v.is_empty()));
         if chooses {
-            let nested = build_metadata.is_some();
+            // kyaml adds a custom schema to the builtin one only when it
+            // had parsed (or flagged) the builtin before; the top level
+            // sets its schema before anything is read
+            let nested = build_metadata.is_some() && ctx.builtin_touched.get();
             let schema = load_openapi(&loader, &kust.openapi, nested)?;
             let mut chosen = ctx.chosen_schema.borrow_mut();
             if chosen.is_none() {
@@ -347,6 +373,12 @@ impl<'o> Target<'o> {
         }
         vars::merge_vars(&mut ra.resources, &self.kust.vars, &mut ra.vars)
             .map_err(|e| e.context(format!("merging vars {}", vars::go_list(&self.kust.vars))))?;
+        // what generators, plugins and patches of this layer did to kyaml's
+        // schema state (see `BuildCtx::builtin_touched`)
+        self.ctx.note_merges(&mut ra.resources);
+        for r in ra.resources.resources() {
+            self.ctx.note_resource_type(r);
+        }
         Ok(())
     }
 
@@ -393,6 +425,7 @@ impl<'o> Target<'o> {
                         r.scalar_texts = TextScalar::written(&r.obj, d.written);
                         super::function::absorb_build_annotations(&mut r);
                         check_resource(&r, entry)?;
+                        self.ctx.note_resource_type(&r);
                         r.origin = origin.clone();
                         ra.resources
                             .append(r)
@@ -730,9 +763,9 @@ fn check_resource(r: &Resource, file: &str) -> Result<()> {
     }
 }
 
-/// The schema an `openapi:` field selects. A custom schema named by the
-/// top-level kustomization replaces the builtin one; one named by a nested
-/// kustomization or component is added to it (kustomize's behaviour).
+/// The schema an `openapi:` field selects. A custom schema replaces the
+/// builtin one, unless `nested` (a nested kustomization or component, after
+/// kyaml had parsed or flagged its builtin schema): then it is added to it.
 fn load_openapi(loader: &Loader, spec: &[(String, String)], nested: bool) -> Result<Arc<Schema>> {
     let mut version = None;
     let mut custom = None;
