@@ -4610,3 +4610,297 @@ metadata: {name: b}
         "{out}"
     );
 }
+
+const HASH_BASE: [(&str, &str); 2] = [
+    (
+        "/b/kustomization.yaml",
+        "resources: [pod.yaml]
+configMapGenerator:
+- name: cm
+  literals: [x=1]
+- name: plain
+  literals: [y=1]
+  options: {disableNameSuffixHash: true}
+transformers:
+- |
+  apiVersion: builtin
+  kind: HashTransformer
+  metadata: {name: h}
+",
+    ),
+    (
+        "/b/pod.yaml",
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    image: i
+    envFrom:
+    - configMapRef: {name: cm}
+    - configMapRef: {name: plain}
+",
+    ),
+];
+
+// Rule: a `HashTransformer` listed in `transformers` hashes the names of
+// generated resources (hash not disabled) where it runs and leaves them
+// asking for a hash: the build hashes them again at its end, from their
+// content then (a later merge changes the second hash). References follow.
+#[test]
+fn an_explicit_hash_transformer_hashes_and_the_build_hashes_again() {
+    let out = ok(&HASH_BASE, "/b");
+    assert_eq!(
+        out.matches("name: cm-hmg6f82fh6-hmg6f82fh6\n").count(),
+        2,
+        "{out}"
+    );
+    assert_eq!(out.matches("name: plain\n").count(), 2, "{out}");
+    let mut files = HASH_BASE.to_vec();
+    files.push((
+        "/o/kustomization.yaml",
+        "resources: [../b]\nnamePrefix: p-\n",
+    ));
+    let out = ok(&files, "/o");
+    assert_eq!(
+        out.matches("name: p-cm-hmg6f82fh6-hmg6f82fh6\n").count(),
+        2,
+        "{out}"
+    );
+    let mut files = HASH_BASE.to_vec();
+    files.push((
+        "/m/kustomization.yaml",
+        "resources: [../b]
+configMapGenerator:
+- name: cm
+  behavior: merge
+  literals: [x=2]
+",
+    ));
+    let out = ok(&files, "/m");
+    assert_eq!(
+        out.matches("name: cm-hmg6f82fh6-d5gm26dhhd\n").count(),
+        2,
+        "{out}"
+    );
+}
+
+// Rule: `buildMetadata: [managedByLabel]` is a labels transformer run at
+// the end: where a label of the same key was set by a labels transformer
+// with selectors, it is rewritten in every place that transformer wrote it.
+#[test]
+fn the_managed_by_label_rewrites_every_place_a_labels_transformer_set_it() {
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [d.yaml]
+labels:
+- pairs: {app.kubernetes.io/managed-by: me}
+  includeSelectors: true
+buildMetadata: [managedByLabel]
+",
+            ),
+            (
+                "/r/d.yaml",
+                "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  selector:
+    matchLabels: {app: d}
+  template:
+    metadata:
+      labels: {app: d}
+    spec:
+      containers: [{name: c, image: nginx}]
+",
+            ),
+        ],
+        "/r",
+    );
+    assert_eq!(
+        out.matches("app.kubernetes.io/managed-by: kustomize-(devel)\n")
+            .count(),
+        3,
+        "{out}"
+    );
+    assert!(!out.contains(": me\n"), "{out}");
+}
+
+// Rule: kustomize keeps its bookkeeping (previous names and namespaces,
+// prefixes, generator options) in `metadata.annotations` during the
+// build, so a field spec `metadata/annotations` with `create: false` finds
+// that map on a resource a namespace, prefix or suffix transformer or a
+// generator touched, and adds its entries; on an untouched resource it
+// adds nothing.
+#[test]
+fn annotations_without_create_reach_resources_kustomize_annotated_internally() {
+    let base = [
+        ("/b/kustomization.yaml", "resources: [d.yaml]\n"),
+        (
+            "/b/d.yaml",
+            "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: worker}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: nginx}]
+",
+        ),
+    ];
+    let labels = "labels:
+- pairs: {env: prod}
+  fields:
+  - {path: metadata/annotations, kind: Deployment, create: false}
+";
+    for (extra, annotated) in [
+        ("namespace: prod\n", true),
+        ("namePrefix: x-\n", true),
+        ("", false),
+    ] {
+        let k = format!("resources: [../b]\n{extra}{labels}");
+        let mut files = base.to_vec();
+        files.push(("/o/kustomization.yaml", &k));
+        let out = ok(&files, "/o");
+        assert_eq!(
+            out.contains("  annotations:\n    env: prod\n"),
+            annotated,
+            "{extra:?}: {out}"
+        );
+        assert!(out.contains("  labels:\n    env: prod\n"), "{out}");
+    }
+}
+
+// Rule: kyaml keeps one schema for the whole build. A custom `openapi:`
+// schema of a nested kustomization replaces the builtin one when nothing
+// made kyaml load the builtin schema before (no strategic merge ran, every
+// resource read so far was of a kind kyaml knows the scope of without its
+// schema); a resource of another kind read first makes it an addition.
+#[test]
+fn a_nested_custom_schema_replaces_the_builtin_one_unless_kyaml_loaded_it_first() {
+    let base = [
+        (
+            "/b/kustomization.yaml",
+            "resources: [cj.yaml]
+patches:
+- path: patch.yaml
+openapi:
+  path: schema.json
+",
+        ),
+        (
+            "/b/cj.yaml",
+            "apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cache}
+spec:
+  schedule: \"* * * * *\"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: cache
+            image: nginx
+            command: [run]
+",
+        ),
+        (
+            "/b/patch.yaml",
+            "apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cache}
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: cache
+            env:
+            - {name: P, value: x}
+",
+        ),
+        (
+            "/b/schema.json",
+            r#"{"definitions": {"com.example.v1.Widget": {"type": "object",
+ "properties": {"spec": {"type": "object"}},
+ "x-kubernetes-group-version-kind": [{"group": "example.com", "kind": "Widget", "version": "v1"}]}}}"#,
+        ),
+    ];
+    let foo = "apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: f}\n";
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+    // (top-level resources, whether the containers list is merged by name)
+    for (resources, merged) in [
+        ("[../b]", false),
+        ("[cm.yaml, ../b]", false),
+        ("[../b, foo.yaml]", false),
+        ("[foo.yaml, ../b]", true),
+    ] {
+        let k = format!("resources: {resources}\n");
+        let mut files = base.to_vec();
+        files.extend([
+            ("/t/kustomization.yaml", k.as_str()),
+            ("/t/foo.yaml", foo),
+            ("/t/cm.yaml", cm),
+        ]);
+        let out = ok(&files, "/t");
+        assert_eq!(out.contains("image: nginx"), merged, "{resources}: {out}");
+        assert!(out.contains("value: x"), "{resources}: {out}");
+    }
+}
+
+// Rule: a field a replacement created has no tag; a later strategic-merge
+// patch of the resource sets every field it walks again, and double quotes
+// such a field whose text YAML 1.1 reads as something else than a string
+// (`80` becomes "80"). Without a later patch it stays a number.
+#[test]
+fn fields_a_replacement_created_are_quoted_by_a_later_strategic_merge() {
+    let base = [
+        (
+            "/b/kustomization.yaml",
+            "resources: [r.yaml]
+replacements:
+- source: {kind: Service, name: cache, fieldPath: spec.ports.0.port}
+  targets:
+  - select: {kind: ConfigMap}
+    fieldPaths: [data.port, data.nested.inner]
+    options: {create: true}
+",
+        ),
+        (
+            "/b/r.yaml",
+            "apiVersion: v1
+kind: Service
+metadata: {name: cache}
+spec:
+  ports:
+  - port: 80
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm}
+data: {a: x}
+",
+        ),
+    ];
+    let out = ok(&base, "/b");
+    assert!(out.contains("    inner: 80\n  port: 80\n"), "{out}");
+    let mut files = base.to_vec();
+    files.push((
+        "/o/kustomization.yaml",
+        "resources: [../b]
+patches:
+- patch: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: cm}
+    data: {b: y}
+",
+    ));
+    let out = ok(&files, "/o");
+    assert!(out.contains("    inner: \"80\"\n  port: \"80\"\n"), "{out}");
+}

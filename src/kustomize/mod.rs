@@ -126,7 +126,11 @@ impl Rendered {
     }
 }
 
-/// Appends content hashes to the names of generated resources.
+/// Appends content hashes to the names of generated resources (those that
+/// still ask for one). As in kustomize, hashing does not clear the request:
+/// a `HashTransformer` listed in a kustomization's `transformers` hashes the
+/// names it finds, and the build hashes them again at its end, from the
+/// content they have then (`name-<h1>-<h2>`).
 pub(crate) fn add_hashes(m: &mut ResMap, schema: &Schema) -> Result<()> {
     for r in m.resources_mut().iter_mut() {
         if !r.needs_hash {
@@ -136,7 +140,6 @@ pub(crate) fn add_hashes(m: &mut ResMap, schema: &Schema) -> Result<()> {
         r.store_previous_id(schema);
         let name = format!("{}-{h}", r.name());
         r.set_name(&name);
-        r.needs_hash = false;
     }
     Ok(())
 }
@@ -293,17 +296,26 @@ pub fn build(fs: Arc<dyn FileSystem>, dir: &Path, opts: &BuildOptions) -> Result
         .build_metadata
         .iter()
         .any(|b| b == "transformerAnnotations");
+    // kustomize's managed-by label is a LabelTransformer over
+    // metadata/labels (create): an existing key is written in place, so
+    // the fields a labels transformer linked to it change too.
+    let managed_by_spec = [fieldspec::FieldSpec::new(
+        resid::Gvk::default(),
+        "metadata/labels",
+        true,
+    )];
+    let managed_by_pair = [(
+        "app.kubernetes.io/managed-by".to_string(),
+        "kustomize-(devel)".to_string(),
+    )];
     let mut out = Vec::with_capacity(resources.len());
     for mut r in resources {
         // kustomize decodes every resource on the way out
         if let Some(e) = replacement::mistyped_error(&r.obj, &r.scalar_texts) {
             return Err(Error::invalid(e));
         }
-        if managed_by && let Some(labels) = r.obj.ensure_map_path(&["metadata", "labels"]) {
-            labels.insert(
-                "app.kubernetes.io/managed-by".into(),
-                Value::from("kustomize-(devel)"),
-            );
+        if managed_by {
+            transform::apply_map_entries(&mut r, &managed_by_pair, &managed_by_spec)?;
         }
         if transformations && !r.transformations.is_empty() {
             let text = Origin::list_annotation(&r.transformations);

@@ -9,11 +9,11 @@ use super::error::{Error, Result};
 use super::function::bookkeeping_annotations;
 use super::kustomization::PatchEntry;
 use super::loader::Loader;
-use super::openapi::Schema;
+use super::openapi::{Schema, SchemaRef};
 use super::patch::{EMPTY_NULL_MARK, EMPTY_TEXT_NULL_MARK, apply_json6902, strategic_merge_owned};
-use super::replacement::{mistyped_error, text_and_style};
+use super::replacement::{TextKind, mistyped_error, text_and_style};
 use super::resid::{Gvk, ResId};
-use super::resource::{PathSeg, ResMap, Resource, value_at_mut};
+use super::resource::{PathSeg, ResMap, Resource, value_at, value_at_mut};
 use super::selector::{LabelSelector, Selector};
 use super::yaml::parse::{MarkedDocument, PatchMeta};
 use super::yaml::{Mapping, Value, parse};
@@ -258,6 +258,7 @@ fn apply_smp_to_resource(
     if allow_name || allow_kind {
         r.store_previous_id(schema);
     }
+    quote_walked_untyped(r, &p, schema);
     // kyaml merges in place: a linked scalar the patch sets changes its
     // whole group (see `Resource::links`)
     let before = (!r.links.is_empty()).then(|| r.obj.clone());
@@ -301,6 +302,122 @@ fn apply_smp_to_resource(
         r.set_scalar_field(&["metadata", "namespace"], &ns);
     }
     Ok(true)
+}
+
+/// kyaml's merge sets every field of every map it walks anew (its
+/// `FieldSetter`), which double quotes a kept scalar that has no tag, no
+/// quotes, and text go-yaml v2 reads as something else than a string
+/// (`IsYaml1_1NonString`). The only such scalars here are the fields
+/// replacements created (untyped, see `Resource::scalar_texts`): `80`
+/// becomes the string "80". Timestamps (v2 reads them as strings) and
+/// empty text stay. The walk covers maps and the items of lists merged by
+/// key; not the items of other lists, nor a resource the patch replaces
+/// at the top. A field the patch sets takes the patch's node instead.
+fn quote_walked_untyped(r: &mut Resource, patch: &Value, schema: &Schema) {
+    if !r
+        .scalar_texts
+        .iter()
+        .any(|t| matches!(t.kind, TextKind::Untyped))
+        || patch
+            .get("$patch")
+            .is_some_and(|d| d.as_str() == Some("replace"))
+    {
+        return;
+    }
+    let top = schema.resource(&r.api_version(), &r.kind());
+    let mut quoted = Vec::new();
+    for (i, t) in r.scalar_texts.iter().enumerate() {
+        if !matches!(t.kind, TextKind::Untyped)
+            || !matches!(t.path.last(), Some(PathSeg::Key(_)))
+            || t.text.is_empty()
+            || matches!(super::fieldpath::resolve_value(&t.text), Value::String(_))
+        {
+            continue;
+        }
+        if value_at(&r.obj, &t.path).is_some_and(|v| t.current(v))
+            && kept_by_merge(&r.obj, patch, &t.path, top, schema)
+        {
+            quoted.push(i);
+        }
+    }
+    for i in quoted.into_iter().rev() {
+        let t = r.scalar_texts.remove(i);
+        if let Some(v) = value_at_mut(&mut r.obj, &t.path) {
+            *v = Value::String(t.text);
+        }
+    }
+}
+
+/// Whether kyaml's merge walks down to the scalar field at `path` of `obj`
+/// (through maps, and lists whose schema merges them by key, with the
+/// merge's schema lookup) and keeps it (`patch` does not set it).
+fn kept_by_merge<'s>(
+    obj: &Value,
+    patch: &Value,
+    path: &[PathSeg],
+    top: Option<SchemaRef<'s>>,
+    schema: &'s Schema,
+) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut cur = obj;
+    // the patch's node at the same place, while there is one
+    let mut pcur = Some(patch);
+    let mut s = top;
+    for seg in parents {
+        match seg {
+            PathSeg::Key(k) => {
+                let Some(next) = cur.get(k) else {
+                    return false;
+                };
+                cur = next;
+                pcur = pcur.and_then(|p| p.get(k));
+                s = s.and_then(|s| s.field(k));
+            }
+            PathSeg::Index(i) => {
+                let Some(list) = s.filter(|s| s.has_merge_strategy()) else {
+                    return false;
+                };
+                let Some(next) = cur.as_seq().and_then(|l| l.get(*i)) else {
+                    return false;
+                };
+                let keys = list.merge_keys();
+                // the patch item merged with this one: same merge-key values
+                pcur = pcur.and_then(Value::as_seq).and_then(|items| {
+                    items.iter().find(|it| {
+                        !keys.is_empty()
+                            && keys.iter().all(|k| {
+                                it.get(k).and_then(Value::scalar_to_string)
+                                    == next.get(k).and_then(Value::scalar_to_string)
+                            })
+                    })
+                });
+                cur = next;
+                s = list.elements();
+            }
+        }
+        if s.is_none()
+            && let (Some(av), Some(kind)) = (
+                cur.get("apiVersion").and_then(Value::scalar_to_string),
+                cur.get("kind").and_then(Value::scalar_to_string),
+            )
+        {
+            s = schema.resource(&av, &kind);
+        }
+        if let Some(Value::Map(pm)) = pcur
+            && pm
+                .get("$patch")
+                .is_some_and(|d| matches!(d.as_str(), Some("replace" | "delete")))
+        {
+            // the patch's map replaces this one (or removes it)
+            return false;
+        }
+    }
+    let PathSeg::Key(k) = last else {
+        return false;
+    };
+    pcur.and_then(|p| p.get(k)).is_none()
 }
 
 fn apply_smp_to(

@@ -278,11 +278,48 @@ pub fn apply_map_entries(
 ) -> Result<()> {
     let gvk = r.gvk();
     let id = r.cur_id();
+    // kustomize keeps its internal annotations (previous ids, name
+    // prefixes/suffixes, generator options, build metadata) in
+    // metadata.annotations for the whole build: a `metadata/annotations`
+    // field spec finds that map even with `create: false`. Lend the
+    // resource an empty map for the walk (dropped again if still empty).
+    let lent = !pairs.is_empty()
+        && r.has_internal_annotations()
+        && specs
+            .iter()
+            .any(|fs| !fs.create && fs.applies_to(&gvk) && fs.parts == ["metadata", "annotations"])
+        && match r.obj.get_mut("metadata").and_then(Value::as_map_mut) {
+            Some(meta) if !meta.contains_key("annotations") => {
+                meta.insert("annotations".into(), Value::Map(Mapping::new()));
+                true
+            }
+            _ => false,
+        };
+    let result = apply_map_entries_walk(r, pairs, specs, &gvk, &id);
+    if lent
+        && let Some(meta) = r.obj.get_mut("metadata").and_then(Value::as_map_mut)
+        && meta
+            .get("annotations")
+            .and_then(Value::as_map)
+            .is_some_and(Mapping::is_empty)
+    {
+        meta.shift_remove("annotations");
+    }
+    result
+}
+
+fn apply_map_entries_walk(
+    r: &mut Resource,
+    pairs: &[(String, String)],
+    specs: &[FieldSpec],
+    gvk: &Gvk,
+    id: &super::resid::ResId,
+) -> Result<()> {
     for (k, val) in pairs {
         let mut created: Vec<Vec<PathSeg>> = Vec::new();
         let mut updated: Vec<Vec<PathSeg>> = Vec::new();
         for fs in specs {
-            if !fs.applies_to(&gvk) {
+            if !fs.applies_to(gvk) {
                 continue;
             }
             walk_with_path(&mut r.obj, fs, Leaf::Map, &mut |path, v| {
