@@ -4904,3 +4904,106 @@ patches:
     let out = ok(&files, "/o");
     assert!(out.contains("    inner: \"80\"\n  port: \"80\"\n"), "{out}");
 }
+
+// Rule: kyaml reads a strategic-merge patch into YAML nodes, finds fields
+// by the key's text and drops the fields it sets to null, so an entry with
+// a key that is not a string (`8.5`, `true`, `0x1F`) and a null value
+// deletes the field of that text, and never reaches the JSON a key must be
+// a string in.
+#[test]
+fn patch_entries_with_non_string_keys_and_null_values_delete_by_key_text() {
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [w.yaml]\npatches:\n- path: patch.yaml\n",
+            ),
+            (
+                "/r/w.yaml",
+                "apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w}
+spec:
+  keep: 1
+  \"8.5\": gone
+  \"true\": gone
+",
+            ),
+            (
+                "/r/patch.yaml",
+                "apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w}
+spec:
+  8.5: null
+  true: ~
+  key11:
+    0x1F:
+",
+            ),
+        ],
+        "/r",
+    );
+    assert!(out.ends_with("spec:\n  keep: 1\n  key11: {}\n"), "{out}");
+}
+
+// Rule: kustomize prints a resource with go-yaml v3 and reads it back, and
+// that printer changes a folded (`>`) value (a `>+` value gains a line
+// break). A strategic-merge patch's value written over a field the target
+// has takes that field's style, so the change only happens to a folded
+// patch value of a new field.
+#[test]
+fn a_folded_patch_value_keeps_its_text_over_an_existing_plain_field() {
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [r.yaml]\npatches:\n- path: p.yaml\n",
+            ),
+            (
+                "/r/r.yaml",
+                "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  template:
+    spec:
+      containers:
+      - name: c0
+        image: x
+      - name: c1
+",
+            ),
+            (
+                "/r/p.yaml",
+                "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  template:
+    spec:
+      containers:
+      - name: c0
+        image: >+
+          one
+
+      - name: c1
+        image: >+
+          two
+
+",
+            ),
+        ],
+        "/r",
+    );
+    assert!(
+        out.contains("- image: |+\n          one\n\n        name: c0\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- image: |+\n          two\n\n\n        name: c1\n"),
+        "{out}"
+    );
+}

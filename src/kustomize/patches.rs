@@ -270,6 +270,8 @@ fn apply_smp_to_resource(
             if marked {
                 r.empty_nulls = unmark_empty_nulls(&mut m);
             }
+            // folded patch scalars that kept their own style
+            parse::unmark_folded(&mut m);
             m
         });
     let Some(merged) = merged.filter(|v| v.as_map().is_some_and(|mm| !mm.is_empty())) else {

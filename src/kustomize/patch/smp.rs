@@ -210,6 +210,24 @@ impl<'s> Walker<'s> {
                 // target's quoting.
                 Src::Pair(dest, Some(origin)) => Res::Val(
                     match &dest {
+                        // kyaml's FieldSetter: the node takes the style of
+                        // the field it replaces (null included), so a
+                        // folded patch scalar stops being folded unless the
+                        // target's node was folded too. The document model
+                        // keeps no styles: a target value that is a mark
+                        // (another patch) or a multi-line string may have
+                        // been folded and keeps the fold; a null, a
+                        // one-line string, a number, a list... was not.
+                        Some(d) if parse::folded_parts(&origin).is_some() => {
+                            let maybe_folded = parse::folded_parts(d).is_some()
+                                || d.as_str().is_some_and(|s| s.contains('\n'));
+                            if maybe_folded {
+                                origin
+                            } else {
+                                let read = parse::folded_parts(&origin).map_or("", |p| p.0);
+                                Value::String(read.to_owned())
+                            }
+                        }
                         Some(d) if !self.keep_types => parse::written_over(d, origin),
                         _ => origin,
                     },

@@ -425,6 +425,33 @@ impl<'a> DocReader<'a> {
     }
 }
 
+/// A strategic-merge patch entry whose key is a scalar that is not a string
+/// (`8.5: null`, `1: ~`, `true:`) and whose value is null only deletes:
+/// kyaml reads the patch into nodes (no JSON), and its merge looks fields up
+/// by the key's text and drops null fields, so the key never reaches JSON.
+/// Such keys become their source text. Only along paths of maps: an entry
+/// inside a list can be copied into the result verbatim (a replaced list),
+/// and kustomize then fails to print it. `!!null` keys stay as they are
+/// (kyaml keeps `null: null` where it adds a new map).
+fn deletion_keys_as_text(entries: &mut [Entry], stack: &[Frame]) {
+    if !stack.iter().all(|f| matches!(f.body, Body::Map(_))) {
+        return;
+    }
+    for e in entries {
+        if e.meta.str_tag
+            || e.meta.null_tag
+            || matches!(e.key, N::Seq(_) | N::Map(_))
+            || !matches!(e.val, N::Null | N::EmptyNull)
+        {
+            continue;
+        }
+        let text = e.meta.text(&e.key).to_owned();
+        e.key = N::Str(text);
+        e.meta.raw = None;
+        e.meta.str_tag = true;
+    }
+}
+
 /// An alias inside its own anchor (the name is filled in by the reader).
 const CONTAINS_ITSELF: &str = "yaml: anchor value contains itself";
 
@@ -726,6 +753,9 @@ impl Builder {
                 .then(|| folded::reread(&raw))
                 .flatten();
             let node = match back {
+                // (a patch's node may take the style of the field it is
+                // written over: keep both values, see `FOLDED_MARK`)
+                Some(text) if self.patch => N::Str(folded_mark(&raw, &text)),
                 Some(text) => {
                     requote = Some(Requote::Folded);
                     N::Requoted(Box::new((N::Str(raw), text)))
@@ -1073,11 +1103,14 @@ impl Builder {
             Mode::Strict => self.merge_kyaml(slots, last_line)?,
             Mode::Lenient => self.merge_v2(slots)?,
         };
-        let entries = if ann {
+        let mut entries = if ann {
             rebuild_annotations(entries)?
         } else {
             entries
         };
+        if self.patch && self.mode == Mode::Strict {
+            deletion_keys_as_text(&mut entries, &self.stack);
+        }
         if self.mode == Mode::Strict && entries.iter().any(|e| !e.meta.str_tag) {
             self.json_problem = true;
         }

@@ -206,7 +206,10 @@ fn copy_meta_as_text(v: &mut Value, how: PatchMeta) {
             None => continue,
             Some(Value::Map(m)) => {
                 for x in m.values_mut() {
-                    if !matches!(x, Value::String(_)) {
+                    if let Some((read, _)) = folded_parts(x) {
+                        // new string nodes: no folded style any more
+                        *x = Value::String(read.to_owned());
+                    } else if !matches!(x, Value::String(_)) {
                         *x = Value::String(String::new());
                     }
                 }
@@ -361,6 +364,39 @@ fn string_was_quoted(s: &str) -> bool {
         resolve_plain(false, s).0,
         RTag::Null | RTag::Bool | RTag::Int | RTag::Float
     )
+}
+
+/// Stands, in a strategic-merge patch, for a folded block scalar (`>`)
+/// whose value kyaml's printer changes (see `folded`): the mark, the value
+/// as read, NUL, the value read back. kyaml's `FieldSetter` gives a node
+/// written over an existing field that field's style, so the printer's
+/// change only happens where the patch's node keeps its own style (a field
+/// the target does not have, a new list item).
+pub const FOLDED_MARK: &str = "\u{0}krmsync:folded\u{0}";
+
+fn folded_mark(read: &str, back: &str) -> String {
+    format!("{FOLDED_MARK}{read}\u{0}{back}")
+}
+
+/// The value as read and the value read back, when `v` is a folded mark.
+pub fn folded_parts(v: &Value) -> Option<(&str, &str)> {
+    let rest = v.as_str()?.strip_prefix(FOLDED_MARK)?;
+    rest.split_once('\u{0}')
+}
+
+/// Replaces every folded mark left in `v` by the value kyaml's printer
+/// gives it (the node kept its folded style).
+pub fn unmark_folded(v: &mut Value) {
+    match v {
+        Value::String(_) => {
+            if let Some((_, back)) = folded_parts(v) {
+                *v = Value::String(back.to_owned());
+            }
+        }
+        Value::Map(m) => m.values_mut().for_each(unmark_folded),
+        Value::Seq(items) => items.iter_mut().for_each(unmark_folded),
+        _ => {}
+    }
 }
 
 /// A value written over `dest` in place, as kyaml writes it: the node keeps
