@@ -546,59 +546,11 @@ pub fn assert_owned_by(obj: &Value, ns: &str, name: &str) {
     );
 }
 
-/// A git repository in a temporary directory, served to the (local)
-/// controller through a `file://` URL. Commits go to branch `main`.
-pub struct GitRepo {
-    dir: tempfile::TempDir,
-    repo: git2::Repository,
-}
-
-impl GitRepo {
-    pub fn new() -> GitRepo {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = git2::RepositoryInitOptions::new();
-        opts.initial_head("main");
-        let repo = git2::Repository::init_opts(dir.path(), &opts).unwrap();
-        GitRepo { dir, repo }
-    }
-
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub fn url(&self) -> String {
-        format!("file://{}", self.path().display())
-    }
-
-    /// Writes (creates or replaces) a file of the work tree.
-    pub fn write(&self, rel: &str, content: &str) {
-        write_file(self.path(), rel, content);
-    }
-
-    /// Removes a file of the work tree.
-    pub fn remove(&self, rel: &str) {
-        fs::remove_file(self.path().join(rel)).unwrap();
-    }
-
-    /// Commits the whole work tree (additions, changes and removals) and
-    /// returns the full commit SHA.
-    pub fn commit(&self, message: &str) -> String {
-        let mut index = self.repo.index().unwrap();
-        index
-            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .unwrap();
-        index.update_all(["*"], None).unwrap();
-        index.write().unwrap();
-        let tree = self.repo.find_tree(index.write_tree().unwrap()).unwrap();
-        let sig = git2::Signature::now("krmsync e2e", "e2e@krmsync.dev").unwrap();
-        let parent = self.repo.head().ok().map(|h| h.peel_to_commit().unwrap());
-        let parents: Vec<&git2::Commit> = parent.iter().collect();
-        self.repo
-            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
-            .unwrap()
-            .to_string()
-    }
-}
+#[path = "../tests/support/git_repo.rs"]
+#[allow(dead_code)]
+mod git_repo;
+/// A git repository served to the (local) controller through `file://`.
+pub use git_repo::GitRepo;
 
 /// Writes `root/rel`, creating parent directories.
 pub fn write_file(root: &Path, rel: &str, content: &str) {

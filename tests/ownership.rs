@@ -8,17 +8,10 @@ use krmsync::api::{
 };
 use krmsync::controller::Settings;
 use serde_json::{Value, json};
+use support::harness::{cm_yaml as cm, kust};
 use support::{Harness, condition};
 
 const NS: &str = "apps";
-
-fn cm(name: &str, value: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  v: \"{value}\"\n")
-}
-
-fn kust(resources: &[&str]) -> String {
-    format!("resources: [{}]\n", resources.join(", "))
-}
 
 async fn harness() -> Harness {
     let h = Harness::new(Settings::default()).await;

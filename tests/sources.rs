@@ -9,25 +9,16 @@
 
 mod support;
 
-use std::path::Path;
-
 use krmsync::api::Kustomization;
 use krmsync::controller::Settings;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{Harness, condition};
+use support::harness::{cm_yaml as cm, kust};
+use support::{GitRepo, Harness, condition};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const NS: &str = "apps";
-
-fn cm(name: &str, value: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  v: \"{value}\"\n")
-}
-
-fn kust(resources: &[&str]) -> String {
-    format!("resources: [{}]\n", resources.join(", "))
-}
 
 async fn harness() -> Harness {
     let h = Harness::new(Settings {
@@ -37,67 +28,6 @@ async fn harness() -> Harness {
     .await;
     h.namespace(NS);
     h
-}
-
-/// A git repository in a temporary directory (branch `main`), reached
-/// through a `file://` URL.
-struct Repo {
-    dir: tempfile::TempDir,
-    repo: git2::Repository,
-}
-
-impl Repo {
-    fn new() -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = git2::RepositoryInitOptions::new();
-        opts.initial_head("main");
-        let repo = git2::Repository::init_opts(dir.path(), &opts).unwrap();
-        Repo { dir, repo }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn url(&self) -> String {
-        format!("file://{}", self.path().display())
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        let p = self.path().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-
-    fn remove(&self, rel: &str) {
-        std::fs::remove_file(self.path().join(rel)).unwrap();
-    }
-
-    /// Commits the whole work tree to `main`; returns the commit SHA.
-    fn commit(&self, message: &str) -> String {
-        let mut index = self.repo.index().unwrap();
-        index
-            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .unwrap();
-        index.update_all(["*"], None).unwrap();
-        index.write().unwrap();
-        let tree = self.repo.find_tree(index.write_tree().unwrap()).unwrap();
-        let sig = git2::Signature::now("t", "t@example.com").unwrap();
-        let parent = self.repo.head().ok().map(|h| h.peel_to_commit().unwrap());
-        let parents: Vec<&git2::Commit> = parent.iter().collect();
-        self.repo
-            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
-            .unwrap()
-            .to_string()
-    }
-
-    fn tag(&self, name: &str, commit: &str) {
-        let obj = self
-            .repo
-            .find_object(git2::Oid::from_str(commit).unwrap(), None)
-            .unwrap();
-        self.repo.tag_lightweight(name, &obj, false).unwrap();
-    }
 }
 
 fn git_source(url: &str, reference: Value) -> Value {
@@ -181,7 +111,7 @@ fn deletes(h: &Harness) -> usize {
 #[tokio::test]
 async fn a_tracked_branch_follows_new_commits_and_a_failed_fetch_or_render_keeps_everything() {
     let h = harness().await;
-    let repo = Repo::new();
+    let repo = GitRepo::new();
     repo.write("app/kustomization.yaml", &kust(&["a.yaml"]));
     repo.write("app/a.yaml", &cm("a", "1"));
     let c1 = repo.commit("a");
@@ -252,7 +182,7 @@ async fn a_tracked_branch_follows_new_commits_and_a_failed_fetch_or_render_keeps
 #[tokio::test]
 async fn pinned_tags_and_commits_stay_put_and_missing_references_are_named() {
     let h = harness().await;
-    let repo = Repo::new();
+    let repo = GitRepo::new();
     repo.write("app/kustomization.yaml", &kust(&["a.yaml"]));
     repo.write("app/a.yaml", &cm("a", "1"));
     let c1 = repo.commit("one");
@@ -404,7 +334,7 @@ async fn switching_between_bundle_git_and_http_keeps_the_objects() {
     let uid = || configmap(&h, "a").unwrap()["metadata"]["uid"].clone();
     let first = uid();
 
-    let repo = Repo::new();
+    let repo = GitRepo::new();
     for (p, t) in &files {
         repo.write(p, t);
     }
@@ -444,7 +374,7 @@ async fn switching_between_bundle_git_and_http_keeps_the_objects() {
 #[tokio::test]
 async fn git_credential_secrets_must_exist_and_hold_credentials() {
     let h = harness().await;
-    let repo = Repo::new();
+    let repo = GitRepo::new();
     repo.write("app/kustomization.yaml", &kust(&["a.yaml"]));
     repo.write("app/a.yaml", &cm("a", "1"));
     repo.commit("a");

@@ -6,12 +6,8 @@ mod support;
 
 use krmsync::controller::Settings;
 use serde_json::json;
-use support::harness::{CONTROLLER_USER, repo_yaml};
+use support::harness::{CONTROLLER_USER, kust, repo_yaml};
 use support::{Harness, condition};
-
-fn kust(resources: &[&str]) -> String {
-    format!("resources: [{}]\n", resources.join(", "))
-}
 
 const OWN_CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mine\ndata:\n  a: b\n";
 const FOREIGN_SECRET: &str = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: planted\n  namespace: team-b\nstringData:\n  token: x\n";

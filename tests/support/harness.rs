@@ -44,6 +44,16 @@ pub fn repo_yaml(rel: &str) -> Vec<Value> {
         .collect()
 }
 
+/// A ConfigMap `name` holding `v: "<value>"`, as a bundle file.
+pub fn cm_yaml(name: &str, value: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  v: \"{value}\"\n")
+}
+
+/// A kustomization.yaml listing `resources`.
+pub fn kust(resources: &[&str]) -> String {
+    format!("resources: [{}]\n", resources.join(", "))
+}
+
 /// A `.tar.gz` bundle of `files` (path, content).
 pub fn bundle_bytes(files: &[(&str, &str)]) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();

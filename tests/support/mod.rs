@@ -2,7 +2,9 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod fake_api;
+pub mod git_repo;
 pub mod harness;
 
 pub use fake_api::{FakeApi, Recorded};
+pub use git_repo::GitRepo;
 pub use harness::{Harness, condition, crash_point, insert_bundle, insert_bundle_dir};
