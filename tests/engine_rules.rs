@@ -5007,3 +5007,40 @@ spec:
         "{out}"
     );
 }
+
+// Rule: kustomize appends the inline configs of `generators:`,
+// `transformers:` and `validators:` to one resource map, so two inline
+// configs with the same id are an error (a config file repeating an
+// inline one's id is one too, when the file is accumulated).
+#[test]
+fn inline_plugin_configs_with_the_same_id_are_refused() {
+    let config = |kind: &str, extra: &str| {
+        format!(
+            "- |-\n  apiVersion: builtin\n  kind: {kind}\n  metadata:\n    name: x\n  {extra}\n"
+        )
+    };
+    let t = config(
+        "PrefixSuffixTransformer",
+        "prefix: a-\n  fieldSpecs: [{path: metadata/name}]",
+    );
+    let k = format!("resources: [s.yaml]\ntransformers:\n{t}{t}");
+    let s = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n";
+    let e = err(&[("/r/kustomization.yaml", &k), ("/r/s.yaml", s)], "/r");
+    assert_eq!(
+        e,
+        "configuring external transformer: may not add resource with an already registered id: \
+         PrefixSuffixTransformer.builtin.[noGrp]/x.[noNs]"
+    );
+    let g = config("ConfigMapGenerator", "literals: [a=1]");
+    let k = format!("generators:\n{g}{g}");
+    let e = err(&[("/r/kustomization.yaml", &k)], "/r");
+    assert_eq!(
+        e,
+        "loading generator plugins: configuring external generator: may not add resource with \
+         an already registered id: ConfigMapGenerator.builtin.[noGrp]/x.[noNs]"
+    );
+    // one config alone builds
+    let k = format!("resources: [s.yaml]\ntransformers:\n{t}");
+    let out = ok(&[("/r/kustomization.yaml", &k), ("/r/s.yaml", s)], "/r");
+    assert!(out.contains("name: a-s\n"), "{out}");
+}

@@ -79,8 +79,8 @@ pub trait Layer {
 
 /// Loads plugin config documents for a list of entries: inline YAML
 /// configs first, then files and directories (kustomize's order).
-fn load_configs(t: &dyn Layer, entries: &[&String]) -> Result<Vec<Resource>> {
-    let mut inline = Vec::new();
+fn load_configs(t: &dyn Layer, entries: &[&String], role: Role) -> Result<Vec<Resource>> {
+    let mut inline: Vec<Resource> = Vec::new();
     let mut paths = Vec::new();
     for e in entries {
         match parse::parse_documents_strict(e) {
@@ -98,7 +98,19 @@ fn load_configs(t: &dyn Layer, entries: &[&String]) -> Result<Vec<Resource>> {
                 }) =>
             {
                 for d in split_resources(docs, "inline plugin config")? {
-                    inline.push(Resource::new(d));
+                    let r = Resource::new(d);
+                    // kustomize appends the inline configs to one map
+                    let id = r.cur_id();
+                    if inline.iter().any(|o| o.cur_id() == id) {
+                        let what = match role {
+                            Role::Generator => "generator",
+                            Role::Transformer => "transformer",
+                        };
+                        return Err(Error::invalid(format!(
+                            "configuring external {what}: may not add resource with an already registered id: {id}"
+                        )));
+                    }
+                    inline.push(r);
                 }
             }
             _ => paths.push((*e).clone()),
@@ -244,7 +256,7 @@ fn generator_args(obj: &Value, secret: bool) -> Result<GeneratorArgs> {
 /// kustomize orders them); returns the generated resources.
 pub fn run_generators(t: &dyn Layer, entries: &[String]) -> Result<Vec<Resource>> {
     // kustomize loads and configures every generator before running one
-    let configs = load_configs(t, &entries.iter().collect::<Vec<_>>())
+    let configs = load_configs(t, &entries.iter().collect::<Vec<_>>(), Role::Generator)
         .map_err(|e| e.context("loading generator plugins"))?;
     let mut plugins = Vec::with_capacity(configs.len());
     for cfg in configs {
@@ -341,7 +353,7 @@ fn iam_policy(obj: &Value) -> Result<Resource> {
 /// configs first, then files, as kustomize orders them).
 pub fn run_transformers(t: &dyn Layer, ra: &mut Accumulator, entries: &[String]) -> Result<()> {
     // kustomize loads and configures every transformer before running one
-    let configs = load_configs(t, &entries.iter().collect::<Vec<_>>())?;
+    let configs = load_configs(t, &entries.iter().collect::<Vec<_>>(), Role::Transformer)?;
     let mut plugins = Vec::with_capacity(configs.len());
     for cfg in configs {
         let plugin = configure(t, &cfg, Role::Transformer)?;
@@ -843,7 +855,7 @@ fn replacements(loader: &Loader, m: &mut ResMap, entries: &[Value], lenient: boo
 /// the resources (beyond a `validated-by` label).
 pub fn run_validators(t: &dyn Layer, ra: &mut Accumulator) -> Result<()> {
     let entries: Vec<&String> = t.validators().iter().collect();
-    let configs = load_configs(t, &entries)?;
+    let configs = load_configs(t, &entries, Role::Transformer)?;
     let mut exts = Vec::new();
     for cfg in &configs {
         let (builtin, kind) = kind_of(cfg)?;
