@@ -264,14 +264,17 @@ fn apply_smp_to_resource(
     let before = (!r.links.is_empty()).then(|| r.obj.clone());
     // nulls written as nothing are dropped where the merge walks
     let marked = mark_empty_nulls(r);
+    let folded = parse::has_folded_marks(&p);
     let merged = strategic_merge_owned(std::mem::take(&mut r.obj), &p, schema)
         .map_err(|e| Error::invalid(e.0))?
         .map(|mut m| {
             if marked {
                 r.empty_nulls = unmark_empty_nulls(&mut m);
             }
-            // folded patch scalars that kept their own style
-            parse::unmark_folded(&mut m);
+            if folded {
+                // folded patch scalars that kept their own style
+                parse::unmark_folded(&mut m);
+            }
             m
         });
     let Some(merged) = merged.filter(|v| v.as_map().is_some_and(|mm| !mm.is_empty())) else {
@@ -399,13 +402,8 @@ fn kept_by_merge<'s>(
                 s = list.elements();
             }
         }
-        if s.is_none()
-            && let (Some(av), Some(kind)) = (
-                cur.get("apiVersion").and_then(Value::scalar_to_string),
-                cur.get("kind").and_then(Value::scalar_to_string),
-            )
-        {
-            s = schema.resource(&av, &kind);
+        if s.is_none() {
+            s = super::patch::smp::schema_of_map(schema, cur);
         }
         if let Some(Value::Map(pm)) = pcur
             && pm

@@ -80,7 +80,9 @@ pub trait Layer {
 /// Loads plugin config documents for a list of entries: inline YAML
 /// configs first, then files and directories (kustomize's order).
 fn load_configs(t: &dyn Layer, entries: &[&String], role: Role) -> Result<Vec<Resource>> {
-    let mut inline: Vec<Resource> = Vec::new();
+    // kustomize appends the inline configs to one map: an id twice is an
+    // error
+    let mut inline = ResMap::new();
     let mut paths = Vec::new();
     for e in entries {
         match parse::parse_documents_strict(e) {
@@ -98,30 +100,20 @@ fn load_configs(t: &dyn Layer, entries: &[&String], role: Role) -> Result<Vec<Re
                 }) =>
             {
                 for d in split_resources(docs, "inline plugin config")? {
-                    let r = Resource::new(d);
-                    // kustomize appends the inline configs to one map
-                    let id = r.cur_id();
-                    if inline.iter().any(|o| o.cur_id() == id) {
-                        let what = match role {
-                            Role::Generator => "generator",
-                            Role::Transformer => "transformer",
-                        };
-                        return Err(Error::invalid(format!(
-                            "configuring external {what}: may not add resource with an already registered id: {id}"
-                        )));
-                    }
-                    inline.push(r);
+                    inline
+                        .append(Resource::new(d))
+                        .map_err(|e| e.context(format!("configuring external {}", role.noun())))?;
                 }
             }
             _ => paths.push((*e).clone()),
         }
     }
     if paths.is_empty() {
-        return Ok(inline);
+        return Ok(inline.into_resources());
     }
     // the files are accumulated after the inline configs, into the same
     // map: an id twice is an error, as in kustomize
-    t.accumulate_configs(inline, paths)
+    t.accumulate_configs(inline.into_resources(), paths)
 }
 
 fn kind_of(cfg: &Resource) -> Result<(bool, String)> {
@@ -391,6 +383,15 @@ enum Role {
     Transformer,
 }
 
+impl Role {
+    fn noun(self) -> &'static str {
+        match self {
+            Role::Generator => "generator",
+            Role::Transformer => "transformer",
+        }
+    }
+}
+
 /// A plugin loaded and configured, ready to run.
 enum Plugin {
     Builtin(String),
@@ -411,11 +412,7 @@ const GENERATOR_KINDS: &[&str] = &[
 fn configure(t: &dyn Layer, cfg: &Resource, role: Role) -> Result<Plugin> {
     let (builtin, kind) = kind_of(cfg)?;
     if !builtin {
-        let what = match role {
-            Role::Generator => "generator",
-            Role::Transformer => "transformer",
-        };
-        return external::load(t, cfg, what).map(Plugin::External);
+        return external::load(t, cfg, role.noun()).map(Plugin::External);
     }
     let fails = |reason: String| {
         Error::invalid(format!(

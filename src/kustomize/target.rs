@@ -66,7 +66,9 @@ impl<'o> BuildCtx<'o> {
     /// Notes what a resource's type does to kyaml's schema state (see
     /// `builtin_touched`).
     pub fn note_resource_type(&self, r: &Resource) {
-        if !super::openapi::kyaml_precomputed_scope(&r.api_version(), &r.kind()) {
+        if !self.builtin_touched.get()
+            && !super::openapi::kyaml_precomputed_scope(&r.api_version(), &r.kind())
+        {
             self.builtin_touched.set(true);
         }
     }
@@ -377,6 +379,9 @@ impl<'o> Target<'o> {
         // schema state (see `BuildCtx::builtin_touched`)
         self.ctx.note_merges(&mut ra.resources);
         for r in ra.resources.resources() {
+            if self.ctx.builtin_touched.get() {
+                break;
+            }
             self.ctx.note_resource_type(r);
         }
         Ok(())

@@ -210,23 +210,8 @@ impl<'s> Walker<'s> {
                 // target's quoting.
                 Src::Pair(dest, Some(origin)) => Res::Val(
                     match &dest {
-                        // kyaml's FieldSetter: the node takes the style of
-                        // the field it replaces (null included), so a
-                        // folded patch scalar stops being folded unless the
-                        // target's node was folded too. The document model
-                        // keeps no styles: a target value that is a mark
-                        // (another patch) or a multi-line string may have
-                        // been folded and keeps the fold; a null, a
-                        // one-line string, a number, a list... was not.
                         Some(d) if parse::folded_parts(&origin).is_some() => {
-                            let maybe_folded = parse::folded_parts(d).is_some()
-                                || d.as_str().is_some_and(|s| s.contains('\n'));
-                            if maybe_folded {
-                                origin
-                            } else {
-                                let read = parse::folded_parts(&origin).map_or("", |p| p.0);
-                                Value::String(read.to_owned())
-                            }
+                            parse::folded_written_over(d, origin)
                         }
                         Some(d) if !self.keep_types => parse::written_over(d, origin),
                         _ => origin,
@@ -283,9 +268,7 @@ impl<'s> Walker<'s> {
 
     /// The schema of the type named by a map's own `apiVersion` and `kind`.
     fn meta_schema_of(&self, v: &Value) -> Option<SchemaRef<'s>> {
-        let av = meta_string(v, "apiVersion")?;
-        let kind = meta_string(v, "kind")?;
-        self.schema.resource(&av, &kind)
+        schema_of_map(self.schema, v)
     }
 
     /// The schema named by the walked nodes' own `apiVersion` and `kind`
@@ -1061,6 +1044,14 @@ fn plain_scalar(text: &str) -> Value {
 }
 
 /// `apiVersion`/`kind` of a map, when a non-empty scalar.
+/// The schema of the type named by a map's own `apiVersion` and `kind` (an
+/// object embedded in another, such as a List item), as the merge finds it.
+pub(crate) fn schema_of_map<'s>(schema: &'s Schema, v: &Value) -> Option<SchemaRef<'s>> {
+    let av = meta_string(v, "apiVersion")?;
+    let kind = meta_string(v, "kind")?;
+    schema.resource(&av, &kind)
+}
+
 fn meta_string(v: &Value, key: &str) -> Option<String> {
     match v.get(key)? {
         Value::Map(_) | Value::Seq(_) | Value::Null => None,

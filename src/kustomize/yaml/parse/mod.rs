@@ -384,6 +384,32 @@ pub fn folded_parts(v: &Value) -> Option<(&str, &str)> {
     rest.split_once('\u{0}')
 }
 
+/// Whether `v` holds a folded mark (see [`FOLDED_MARK`]).
+pub fn has_folded_marks(v: &Value) -> bool {
+    match v {
+        Value::String(_) => folded_parts(v).is_some(),
+        Value::Map(m) => m.values().any(has_folded_marks),
+        Value::Seq(items) => items.iter().any(has_folded_marks),
+        _ => false,
+    }
+}
+
+/// A folded patch scalar `new` (a mark) written over the existing field
+/// `dest`: kyaml's `FieldSetter` gives it the style of the field it
+/// replaces (null included), so it stops being folded unless that field
+/// was folded too. Values keep no styles: a `dest` that is a mark (from
+/// another patch) or a multi-line string may have been folded and keeps
+/// the mark; a null, a one-line string, a number or a collection was not,
+/// and the value as read is written.
+pub fn folded_written_over(dest: &Value, new: Value) -> Value {
+    let maybe_folded =
+        folded_parts(dest).is_some() || dest.as_str().is_some_and(|s| s.contains('\n'));
+    match folded_parts(&new) {
+        Some((read, _)) if !maybe_folded => Value::String(read.to_owned()),
+        _ => new,
+    }
+}
+
 /// Replaces every folded mark left in `v` by the value kyaml's printer
 /// gives it (the node kept its folded style).
 pub fn unmark_folded(v: &mut Value) {
