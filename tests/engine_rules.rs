@@ -5044,3 +5044,90 @@ fn inline_plugin_configs_with_the_same_id_are_refused() {
     let out = ok(&[("/r/kustomization.yaml", &k), ("/r/s.yaml", s)], "/r");
     assert!(out.contains("name: a-s\n"), "{out}");
 }
+
+// Rule: kustomize reads a RoleBinding's ServiceAccount subjects' namespaces
+// through Go type assertions before it fixes the binding's name references:
+// a subject that is not a map, or a subject with a `namespace` whose `kind`
+// is not a string, makes it panic (refused here with the panic's message);
+// a ServiceAccount subject's `namespace` that is not a string is an error.
+// A `kind` of any type without a `namespace`, a non-string `namespace` of
+// another kind of subject, and a `RoleBinding` kind of another API group
+// (no name reference reaches it) build.
+#[test]
+fn role_binding_subjects_are_read_with_kustomizes_type_assertions() {
+    let build = |api: &str, subjects: &str| {
+        let rb = format!(
+            "apiVersion: {api}\nkind: RoleBinding\nmetadata:\n  name: rb\nroleRef:\n  \
+             apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: r\nsubjects:\n{subjects}\n"
+        );
+        render(
+            &[
+                ("/r/kustomization.yaml", "resources: [rb.yaml]\n"),
+                ("/r/rb.yaml", &rb),
+            ],
+            "/r",
+        )
+        .map_err(|e| e.to_string())
+    };
+    let rbac = "rbac.authorization.k8s.io/v1";
+    for (subjects, held, wanted) in [
+        (
+            "- {kind: [a], namespace: x, name: s}",
+            "[]interface {}",
+            "string",
+        ),
+        ("- {kind: 1, namespace: x, name: s}", "int", "string"),
+        ("- {kind: 1.5, namespace: x, name: s}", "float64", "string"),
+        ("- {kind: true, namespace: x, name: s}", "bool", "string"),
+        ("- {kind: null, namespace: x, name: s}", "nil", "string"),
+        (
+            "- {kind: {a: b}, namespace: x, name: s}",
+            "map[string]interface {}",
+            "string",
+        ),
+        ("- plain", "string", "map[string]interface {}"),
+        ("- [a]", "[]interface {}", "map[string]interface {}"),
+        ("- null", "nil", "map[string]interface {}"),
+        // the first subject that fails decides
+        (
+            "- {kind: User, name: u}\n- {kind: [a], namespace: x, name: s}\n- plain",
+            "[]interface {}",
+            "string",
+        ),
+    ] {
+        let e = build(rbac, subjects).expect_err(subjects);
+        assert!(
+            e.starts_with(&format!(
+                "RoleBinding.v1.rbac.authorization.k8s.io/rb.[noNs]: subjects: panic: \
+                 interface conversion: interface {{}} is {held}, not {wanted} "
+            )),
+            "{subjects}: {e}"
+        );
+    }
+    for subjects in [
+        "- {kind: ServiceAccount, namespace: 1, name: s}",
+        "- {kind: ServiceAccount, namespace: null, name: s}",
+        "- {kind: ServiceAccount, namespace: [a], name: s}",
+    ] {
+        let e = build(rbac, subjects).expect_err(subjects);
+        assert_eq!(
+            e,
+            "Invalid Input: namespace is blank for resource \
+             \"RoleBinding.v1.rbac.authorization.k8s.io/rb.[noNs]\"",
+            "{subjects}"
+        );
+    }
+    for (api, subjects) in [
+        (rbac, "- {kind: [a], name: s}"),
+        (rbac, "- {kind: !!str 1, namespace: x, name: s}"),
+        (rbac, "- {kind: User, namespace: [a], name: s}"),
+        (rbac, "- {kind: ServiceAccount, namespace: a, name: s}"),
+        (
+            "example.com/v1",
+            "- {kind: [a], namespace: x, name: s}\n- plain",
+        ),
+    ] {
+        let out = build(api, subjects).unwrap_or_else(|e| panic!("{subjects}: {e}"));
+        assert!(out.contains("kind: RoleBinding\n"), "{out}");
+    }
+}

@@ -203,9 +203,6 @@ pub fn fix_name_references(
             by_prev_name.entry(n.to_string()).or_default().push(i);
         }
     }
-    for r in m.resources() {
-        check_subject_namespaces(r)?;
-    }
     // with nothing to refer to, the walk still runs: kustomize fails on a
     // scalar in the middle of a referrer's field path all the same
     let org_namespaces = cands
@@ -235,18 +232,13 @@ pub fn fix_name_references(
             continue;
         }
         let obj = &res.obj;
-        let mut rb_namespaces: HashSet<String> = HashSet::new();
-        if res.kind() == "RoleBinding"
-            && let Some(subs) = obj.get("subjects").and_then(Value::as_seq)
-        {
-            for s in subs {
-                if s.str_at(&["kind"]) == Some("ServiceAccount")
-                    && let Some(ns) = s.str_at(&["namespace"])
-                {
-                    rb_namespaces.insert(ns.to_string());
-                }
-            }
-        }
+        // kustomize reads the subjects' namespaces when it first meets a
+        // field spec for a namespaced referrer, before rewriting anything
+        let rb_namespaces = if cand.cluster_scoped {
+            HashSet::new()
+        } else {
+            subject_namespaces(res)?
+        };
         // the texts of the fields, whatever their type (`apiGroup: 1`)
         let text = |f: &str| {
             obj.get_path(&["roleRef", f])
@@ -305,26 +297,69 @@ pub fn fix_name_references(
     Ok(())
 }
 
-/// A RoleBinding ServiceAccount subject with a `namespace` key that is not
-/// a string (e.g. left blank) is rejected, as kustomize does.
-fn check_subject_namespaces(r: &super::resource::Resource) -> Result<()> {
+/// The namespaces of a RoleBinding's ServiceAccount subjects, read as
+/// kustomize reads them (`getNamespacesForRoleBinding`): `subjects` that is
+/// not a list holds none; a ServiceAccount subject whose `namespace` is not
+/// a string (left blank, say) is an error. A subject that is not a map, or
+/// one with a `namespace` whose `kind` is not a string, makes kustomize
+/// panic on a Go type assertion: refused here with the panic's message.
+fn subject_namespaces(r: &super::resource::Resource) -> Result<HashSet<String>> {
+    let mut found = HashSet::new();
     if r.kind() != "RoleBinding" {
-        return Ok(());
+        return Ok(found);
     }
     let Some(subs) = r.obj.get("subjects").and_then(Value::as_seq) else {
-        return Ok(());
+        return Ok(found);
+    };
+    let panic = |held: &Value, wanted: &str| {
+        Error::invalid(format!(
+            "{}: subjects: panic: interface conversion: interface {{}} is {}, not {wanted} \
+             (a subject that is not a map, or a subject's kind that is not a string: kustomize panics here)",
+            r.cur_id(),
+            go_type_name(held)
+        ))
     };
     for s in subs {
-        if s.str_at(&["kind"]) == Some("ServiceAccount")
-            && s.get("namespace").is_some_and(|ns| ns.as_str().is_none())
-        {
-            return Err(Error::invalid(format!(
-                "Invalid Input: namespace is blank for resource \"{}\"",
-                r.cur_id()
-            )));
+        let Some(subject) = s.as_map() else {
+            return Err(panic(s, "map[string]interface {}"));
+        };
+        let (Some(ns), Some(kind)) = (subject.get("namespace"), subject.get("kind")) else {
+            continue;
+        };
+        let Some(kind) = kind.as_str() else {
+            return Err(panic(kind, "string"));
+        };
+        if kind != "ServiceAccount" {
+            continue;
+        }
+        match ns.as_str() {
+            Some(ns) => {
+                found.insert(ns.to_string());
+            }
+            None => {
+                return Err(Error::invalid(format!(
+                    "Invalid Input: namespace is blank for resource \"{}\"",
+                    r.cur_id()
+                )));
+            }
         }
     }
-    Ok(())
+    Ok(found)
+}
+
+/// The Go type a YAML value decodes to in an `interface{}`, as a panic
+/// message names it.
+fn go_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nil",
+        Value::Bool(_) => "bool",
+        Value::Int(_) => "int",
+        Value::UInt(_) => "uint64",
+        Value::Float(_) => "float64",
+        Value::String(_) => "string",
+        Value::Seq(_) => "[]interface {}",
+        Value::Map(_) => "map[string]interface {}",
+    }
 }
 
 /// Rewrites the references one field spec reaches in one resource.
