@@ -5131,3 +5131,104 @@ fn role_binding_subjects_are_read_with_kustomizes_type_assertions() {
         assert!(out.contains("kind: RoleBinding\n"), "{out}");
     }
 }
+
+// Rule: kustomize configures every builtin transformer a kustomization's
+// fields ask for before running any, marshalling each config through Go's
+// JSON and go-yaml v2, whose reader refuses DEL, C1 controls other than
+// NEL, U+FFFE and U+FFFF. A field holding one fails the build there: in
+// kustomize's order of the builtins, before any transformer's own error,
+// and even when an overlay overwrites the value it would set.
+#[test]
+fn transformer_configs_with_characters_go_yaml_refuses_fail_the_build() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n";
+    let build = |fields: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [cm.yaml]\n{fields}\n"),
+                ),
+                ("/r/cm.yaml", cm),
+            ],
+            "/r",
+        )
+        .map_err(|e| e.to_string())
+    };
+    let refused = |plugin: &str| {
+        format!("builtin {plugin} marshal: yaml: control characters are not allowed")
+    };
+    for (fields, plugin) in [
+        (
+            r#"commonAnnotations: {a: "x\u007f"}"#,
+            "AnnotationsTransformer",
+        ),
+        (
+            r#"commonAnnotations: {"a\u0080": x}"#,
+            "AnnotationsTransformer",
+        ),
+        (r#"namePrefix: "p\u009f""#, "PrefixTransformer"),
+        (r#"nameSuffix: "p\uffff""#, "SuffixTransformer"),
+        (r#"namespace: "n\ufffe""#, "NamespaceTransformer"),
+        (r#"commonLabels: {a: "x\u007f"}"#, "LabelTransformer"),
+        (
+            r#"labels: [{pairs: {a: b}, fields: [{path: "x\u007f", kind: Foo}]}]"#,
+            "LabelTransformer",
+        ),
+        (
+            r#"images: [{name: zz, newTag: "x\u0080"}]"#,
+            "ImageTagTransformer",
+        ),
+        (
+            r#"replicas: [{name: "d\u007f", count: 1}]"#,
+            "ReplicaCountTransformer",
+        ),
+        (
+            r#"patches: [{patch: "[{\"op\": \"add\", \"path\": \"/data/c\", \"value\": \"x\u007f\"}]", target: {kind: ConfigMap}}]"#,
+            "PatchTransformer",
+        ),
+        (
+            r#"replacements: [{source: {kind: ConfigMap, fieldPath: data.a}, targets: [{select: {kind: ConfigMap, name: "x\uffff"}, fieldPaths: [data.b]}]}]"#,
+            "ReplacementTransformer",
+        ),
+        // the first builtin in kustomize's order decides
+        (
+            "commonAnnotations: {a: \"x\\u007f\"}\nnamePrefix: \"p\\u007f\"",
+            "PrefixTransformer",
+        ),
+        // configured before the patch that would fail runs
+        (
+            "patches: [{patch: '[{\"op\": \"replace\", \"path\": \"/data/zz\", \"value\": x}]', target: {kind: ConfigMap}}]\ncommonAnnotations: {a: \"x\\u007f\"}",
+            "AnnotationsTransformer",
+        ),
+    ] {
+        assert_eq!(
+            build(fields).expect_err(fields),
+            refused(plugin),
+            "{fields}"
+        );
+    }
+    // a NEL is read back folded, not refused
+    let out = build(r#"commonAnnotations: {a: "x\u0085y"}"#).unwrap();
+    assert!(out.contains("annotations:\n    a: x y\n"), "{out}");
+    // an overlay overwriting the value does not help
+    let overlay = render(
+        &[
+            (
+                "/o/kustomization.yaml",
+                "resources: [../r]\ncommonAnnotations: {a: ok}\n",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\ncommonAnnotations: {a: \"x\\u007f\"}\n",
+            ),
+            ("/r/cm.yaml", cm),
+        ],
+        "/o",
+    )
+    .expect_err("overlay")
+    .to_string();
+    assert!(
+        overlay.ends_with(&refused("AnnotationsTransformer")),
+        "{overlay}"
+    );
+}

@@ -573,6 +573,7 @@ impl<'o> Target<'o> {
 
     fn run_transformers(&self, ra: &mut Accumulator) -> Result<()> {
         let k = &self.kust;
+        check_transformer_configs(k)?;
         let schema = &self.ctx.schema();
         if !k.patches_strategic_merge.is_empty() {
             let loaded = patches::load_strategic_merge(&self.loader, &k.patches_strategic_merge)?;
@@ -716,6 +717,75 @@ impl<'o> Target<'o> {
         plugins::run_transformers(self, ra, &k.transformers)?;
         Ok(())
     }
+}
+
+/// kustomize configures every builtin transformer a kustomization's fields
+/// ask for before it runs any: each config is marshalled to JSON and read
+/// back with go-yaml v2, whose reader refuses the characters Go's JSON
+/// encoder leaves raw (DEL, C1 controls but NEL, U+FFFE, U+FFFF). A field
+/// holding one (written `"\u007f"`) fails the build there, even when a
+/// later layer would have overwritten the value it sets. Checked in
+/// kustomize's order of the builtins.
+fn check_transformer_configs(k: &Kustomization) -> Result<()> {
+    fn check(plugin: &str, s: &str) -> Result<()> {
+        super::yaml::emit::go_yaml_round_trip(s)
+            .map(drop)
+            .map_err(|e| Error::invalid(format!("builtin {plugin} marshal: {e}")))
+    }
+    fn check_value(plugin: &str, v: &Value) -> Result<()> {
+        match v {
+            Value::String(s) => check(plugin, s),
+            Value::Seq(items) => items.iter().try_for_each(|i| check_value(plugin, i)),
+            Value::Map(m) => m.iter().try_for_each(|(key, v)| {
+                check(plugin, key)?;
+                check_value(plugin, v)
+            }),
+            _ => Ok(()),
+        }
+    }
+    let check_pairs = |plugin: &str, pairs: &[(String, String)]| {
+        pairs.iter().try_for_each(|(a, b)| {
+            check(plugin, a)?;
+            check(plugin, b)
+        })
+    };
+    let check_patch = |plugin: &str, p: &super::kustomization::PatchEntry| {
+        check(plugin, &p.path)?;
+        check(plugin, &p.patch)?;
+        p.target.iter().try_for_each(|t| check_value(plugin, t))
+    };
+    for p in &k.patches_strategic_merge {
+        check("PatchStrategicMergeTransformer", p)?;
+    }
+    for p in &k.patches {
+        check_patch("PatchTransformer", p)?;
+    }
+    check("NamespaceTransformer", &k.namespace)?;
+    check("PrefixTransformer", &k.name_prefix)?;
+    check("SuffixTransformer", &k.name_suffix)?;
+    for l in &k.labels {
+        check_pairs("LabelTransformer", &l.pairs)?;
+        for f in &l.fields {
+            check_value("LabelTransformer", f)?;
+        }
+    }
+    check_pairs("LabelTransformer", &k.common_labels)?;
+    check_pairs("AnnotationsTransformer", &k.common_annotations)?;
+    for p in &k.patches_json6902 {
+        check_patch("PatchJson6902Transformer", p)?;
+    }
+    for r in &k.replicas {
+        check("ReplicaCountTransformer", &r.name)?;
+    }
+    for i in &k.images {
+        for s in [&i.name, &i.new_name, &i.new_tag, &i.digest, &i.tag_suffix] {
+            check("ImageTagTransformer", s)?;
+        }
+    }
+    for r in &k.replacements {
+        check_value("ReplacementTransformer", r)?;
+    }
+    Ok(())
 }
 
 /// A generator entry as kustomize's builtin generator receives it: the
