@@ -5232,3 +5232,251 @@ fn transformer_configs_with_characters_go_yaml_refuses_fail_the_build() {
         "{overlay}"
     );
 }
+
+// Rule: kyaml keeps each node's style, and a strategic merge writing a
+// value over a field gives the value that field's style. A number or
+// boolean written over a string that was quoted or a block scalar (even
+// by choice: `"http"`, every string of a JSON file or of a `*List` item a
+// multi-document file expands) is printed quoted, as the patch wrote it,
+// so it stays text; a string written there stays quoted for the next
+// patch; a quoted patch string keeps its style where it is new. A JSON
+// patch re-creates the nodes, plain; a lone `List` document keeps its
+// items' styles. The replicas transformer writes its count the same way.
+#[test]
+fn values_written_over_quoted_strings_stay_text() {
+    let service = |target_port: &str| {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: {target_port}\n"
+        )
+    };
+    let smp = |target_port: &str| {
+        format!(
+            "- patch: |\n    apiVersion: v1\n    kind: Service\n    metadata: {{name: web}}\n    spec:\n      ports: [{{port: 80, targetPort: {target_port}}}]\n"
+        )
+    };
+    let build = |resource: &str, patches: &str| {
+        ok(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [s.yaml]\npatches:\n{patches}"),
+                ),
+                ("/r/s.yaml", resource),
+            ],
+            "/r",
+        )
+    };
+    for (target, patches, want) in [
+        ("\"http\"", smp("9999"), "\"9999\""),
+        ("'http'", smp("9999"), "\"9999\""),
+        ("http", smp("9999"), "9999"),
+        ("|\n      http", smp("+1"), "\"+1\""),
+        ("\"http\"", smp("TRUE"), "\"TRUE\""),
+        ("\"http\"", smp("2001-01-01"), "\"2001-01-01\""),
+        ("\"http\"", smp("2.0"), "\"2.0\""),
+        ("\"http\"", smp("1e3"), "\"1e3\""),
+        // a tag that the text does not resolve to is printed: a number
+        ("\"http\"", smp("!!float 2"), "2"),
+        ("\"http\"", smp("grpc") + &smp("7"), "\"7\""),
+        ("http", smp("grpc") + &smp("7"), "7"),
+        (
+            "\"http\"",
+            "- target: {kind: Service}\n  patch: '[{\"op\": \"replace\", \"path\": \"/spec/ports/0/targetPort\", \"value\": \"grpc\"}]'\n".to_string()
+                + &smp("7"),
+            "7",
+        ),
+    ] {
+        let out = build(&service(target), &patches);
+        assert!(
+            out.contains(&format!("    targetPort: {want}\n")),
+            "{target} {patches}:\n{out}"
+        );
+    }
+    // a JSON file: every string is quoted; merge keys still match
+    let json = r#"{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+ "spec": {"template": {"spec": {"containers": [
+   {"name": "a", "image": "x", "env": [{"name": "E", "value": "one"}]},
+   {"name": "b", "image": "y", "workingDir": "w"}]}}}}"#;
+    let deployment = |containers: &str| {
+        format!(
+            "- patch: |\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata: {{name: d}}\n    spec:\n      template:\n        spec:\n          containers:\n{containers}"
+        )
+    };
+    let patches = deployment(
+        "          - {name: new, image: z, workingDir: \"q\"}\n          - {name: b, image: 5}\n",
+    ) + &deployment(
+        "          - name: a\n            env: [{name: E, value: 0x1F}]\n          - {name: b, workingDir: false}\n          - {name: new, workingDir: 8}\n",
+    );
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                &format!("resources: [d.json]\npatches:\n{patches}"),
+            ),
+            ("/r/d.json", json),
+        ],
+        "/r",
+    );
+    for want in [
+        "        - name: E\n          value: \"0x1F\"\n        image: x\n        name: a\n",
+        "      - image: \"5\"\n        name: b\n        workingDir: \"false\"\n",
+        "      - image: z\n        name: new\n        workingDir: \"8\"\n",
+    ] {
+        assert!(out.contains(want), "{want}\n{out}");
+    }
+    // the items of a `List` in a multi-document file are read back from
+    // JSON; a lone `List` document is unwrapped as written
+    let list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: web}\n  spec:\n    ports:\n    - {name: http, port: 80, targetPort: http}\n";
+    for (file, want) in [
+        (
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: first}}\ndata: {{a: b}}\n---\n{list}"
+            ),
+            "\"9999\"",
+        ),
+        (list.to_string(), "9999"),
+    ] {
+        let out = build(&file, &smp("9999"));
+        assert!(out.contains(&format!("    targetPort: {want}\n")), "{out}");
+    }
+    // the replicas transformer
+    for replicas in ["\"abc\"", "'abc'"] {
+        let d = format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  replicas: {replicas}\n"
+        );
+        let out = ok(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    "resources: [d.yaml]\nreplicas: [{name: d, count: 3}]\n",
+                ),
+                ("/r/d.yaml", &d),
+            ],
+            "/r",
+        );
+        assert!(out.contains("  replicas: \"3\"\n"), "{out}");
+    }
+}
+
+// Rule: kustomize refuses a replacement whose `targets` is a nil list. An
+// entry inline in a kustomization reaches the builtin through YAML with
+// `omitempty`, so `targets: []` is refused there; read from a file or from
+// a `ReplacementTransformer` config, `targets: []` is an empty list and the
+// replacement does nothing (`targets: null`, or none, is still refused).
+#[test]
+fn replacements_with_an_empty_targets_list() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n";
+    let source = "source: {kind: ConfigMap, fieldPath: data.a}";
+    let build = |kustomization: &str, file: &str| {
+        render(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [cm.yaml]\n{kustomization}"),
+                ),
+                ("/r/cm.yaml", cm),
+                ("/r/r.yaml", file),
+            ],
+            "/r",
+        )
+        .map_err(|e| e.to_string())
+    };
+    let refused = "replacements must specify a source and at least one target";
+    let from_file = "replacements:\n- path: r.yaml\n";
+    for file in [
+        format!("{source}\ntargets: []\n"),
+        format!("- {source}\n  targets: []\n"),
+    ] {
+        let out = build(from_file, &file).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(out.contains("  a: b\n"), "{out}");
+    }
+    for file in [format!("{source}\ntargets: null\n"), format!("{source}\n")] {
+        assert_eq!(build(from_file, &file).expect_err(&file), refused);
+    }
+    let inline = format!("replacements:\n- {source}\n  targets: []\n");
+    assert_eq!(build(&inline, "").expect_err("inline"), refused);
+    let plugin = format!(
+        "transformers:\n- |-\n  apiVersion: builtin\n  kind: ReplacementTransformer\n  metadata: {{name: x}}\n  replacements:\n  - {source}\n    targets: []\n"
+    );
+    build(&plugin, "").unwrap_or_else(|e| panic!("plugin config: {e}"));
+}
+
+// Rule: the ValueAddTransformer writes with kyaml's scalar setter: the text
+// goes in untyped, so it reads as plain YAML (`0123` is the number 83,
+// `true` a boolean), unless the field was written quoted; annotations keep
+// the text, until a JSON patch reads the resource as JSON and the
+// annotation comes back as what its text read as (`83`). The same quoting
+// record keeps `images` and `namePrefix` rewrites of a quoted field
+// strings (`image: "web"` renamed `7` is `"7"`).
+#[test]
+fn value_add_writes_untyped_text_and_quoted_fields_stay_strings() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  q: \"quoted\"\nspec:\n  n: 5\n";
+    let value_add = |value: &str, target: &str| {
+        format!(
+            "apiVersion: builtin\nkind: ValueAddTransformer\nmetadata:\n  name: v\nvalue: {value}\ntargets:\n- fieldPath: {target}\n"
+        )
+    };
+    let build = |va: &str, extra: &str| {
+        ok(
+            &[
+                (
+                    "/r/kustomization.yaml",
+                    &format!("resources: [cm.yaml]\ntransformers: [va.yaml]\n{extra}"),
+                ),
+                ("/r/cm.yaml", cm),
+                ("/r/va.yaml", va),
+            ],
+            "/r",
+        )
+    };
+    for (value, target, want) in [
+        ("\"0123\"", "data/x", "  x: 83\n"),
+        ("\"true\"", "spec/n", "  \"n\": true\n"),
+        ("\"1.50\"", "data/x", "  x: 1.5\n"),
+        ("\"~\"", "data/x", "  x: null\n"),
+        ("\"0123\"", "data/q", "  q: \"0123\"\n"),
+        ("\"true\"", "data/q", "  q: \"true\"\n"),
+        (
+            "\"0123\"",
+            "metadata/annotations/y",
+            "    \"y\": \"0123\"\n",
+        ),
+    ] {
+        let out = build(&value_add(value, target), "");
+        assert!(out.contains(want), "{value} {target}:\n{out}");
+    }
+    // a JSON patch in a later layer reads the annotation as JSON
+    let va = value_add("\"0123\"", "metadata/annotations/y");
+    let out = ok(
+        &[
+            (
+                "/o/kustomization.yaml",
+                "resources: [../r]\npatches:\n- target: {kind: ConfigMap}\n  patch: '[{\"op\": \"add\", \"path\": \"/data/z\", \"value\": \"q\"}]'\n",
+            ),
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\ntransformers: [va.yaml]\n",
+            ),
+            ("/r/cm.yaml", cm),
+            ("/r/va.yaml", &va),
+        ],
+        "/o",
+    );
+    assert!(out.contains("    \"y\": \"83\"\n"), "{out}");
+    // images and prefixes over quoted fields
+    let d = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: \"d\"\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: \"web\"\n      - name: e\n        image: web\n";
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [d.yaml]\nimages: [{name: web, newName: \"7\"}]\n",
+            ),
+            ("/r/d.yaml", d),
+        ],
+        "/r",
+    );
+    assert!(
+        out.contains("      - image: \"7\"\n        name: c\n      - image: 7\n        name: e\n"),
+        "{out}"
+    );
+}

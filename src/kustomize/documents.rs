@@ -4,7 +4,7 @@
 //! (resource files), patches and the function runtime (plugin output).
 
 use super::error::{Error, Result};
-use super::yaml::{Mapping, Value, parse};
+use super::yaml::{Mapping, PathSeg, Value, parse};
 
 /// A resource document as a map; `None` for an empty one (null, `{}`, `[]`).
 fn resource_map(d: Value, file: &str) -> Result<Option<Mapping>> {
@@ -173,10 +173,17 @@ pub(crate) fn factory_split(
         };
         match list_items(&m, file)? {
             Some(items) => {
+                // (kustomize writes each item as JSON and reads it back:
+                // every string of it is double-quoted)
+                let quoted = |value: Value| Doc {
+                    quoted: quoted_strings(&value),
+                    value,
+                    ..Doc::default()
+                };
                 for it in items {
                     match reader_unwraps(it) {
-                        Some(inner) => queue.extend(inner.into_iter().map(Doc::plain)),
-                        None => queue.push_back(Doc::plain(it.clone())),
+                        Some(inner) => queue.extend(inner.into_iter().map(quoted)),
+                        None => queue.push_back(quoted(it.clone())),
                     }
                 }
             }
@@ -187,6 +194,36 @@ pub(crate) fn factory_split(
         }
     }
     Ok(out)
+}
+
+/// The paths of the map fields of `v` holding strings (see
+/// [`parse::MarkedDocument::quoted`]).
+fn quoted_strings(v: &Value) -> Vec<Vec<PathSeg>> {
+    fn walk(v: &Value, path: &mut Vec<PathSeg>, out: &mut Vec<Vec<PathSeg>>) {
+        match v {
+            Value::String(_) if matches!(path.last(), Some(PathSeg::Key(_))) => {
+                out.push(path.clone());
+            }
+            Value::Map(m) => {
+                for (k, c) in m {
+                    path.push(PathSeg::Key(k.clone()));
+                    walk(c, path, out);
+                    path.pop();
+                }
+            }
+            Value::Seq(items) => {
+                for (i, c) in items.iter().enumerate() {
+                    path.push(PathSeg::Index(i));
+                    walk(c, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut Vec::new(), &mut out);
+    out
 }
 
 /// [`factory_split`] for parsed documents (patches read as resources).

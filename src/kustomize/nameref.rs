@@ -257,10 +257,11 @@ pub fn fix_name_references(
             rb_namespaces,
             role_ref,
         };
-        let (mut new_obj, texts) = match m.resources_mut().get_mut(idx) {
+        let (mut new_obj, texts, quoted) = match m.resources_mut().get_mut(idx) {
             Some(r) => (
                 std::mem::take(&mut r.obj),
                 std::mem::take(&mut r.scalar_texts),
+                std::mem::take(&mut r.quoted),
             ),
             None => continue,
         };
@@ -273,6 +274,7 @@ pub fn fix_name_references(
                 target,
                 spec: &spec,
                 texts: &texts,
+                quoted: &quoted,
             };
             let walked = walk_with_path(&mut new_obj, &spec, Leaf::Scalar, &mut |path, node| {
                 w.set_node(path, node)
@@ -292,6 +294,7 @@ pub fn fix_name_references(
         if let Some(r) = m.resources_mut().get_mut(idx) {
             r.obj = new_obj;
             r.scalar_texts = texts;
+            r.quoted = quoted;
         }
     }
     Ok(())
@@ -370,6 +373,8 @@ struct Writer<'a> {
     spec: &'a FieldSpec,
     /// The resource's kept scalar texts.
     texts: &'a [TextScalar],
+    /// The resource's strings written quoted (see `Resource::quoted`).
+    quoted: &'a [Vec<PathSeg>],
 }
 
 impl Writer<'_> {
@@ -411,7 +416,7 @@ impl Writer<'_> {
         // recorded: this runs last, nothing reads it again but the output
         let new = &self.ctx.cands[i].cur.name;
         if *new != old {
-            set_scalar_text(self.texts, path, node, |_| Some(new.clone()));
+            set_scalar_text(self.texts, self.quoted, path, node, |_| Some(new.clone()));
         }
         Ok(())
     }
@@ -450,7 +455,9 @@ impl Writer<'_> {
             if name_v.is_null() {
                 *name_v = Value::String(c.name.clone());
             } else {
-                set_scalar_text(self.texts, &name_path, name_v, |_| Some(c.name.clone()));
+                set_scalar_text(self.texts, self.quoted, &name_path, name_v, |_| {
+                    Some(c.name.clone())
+                });
             }
         }
         if !c.namespace.is_empty() {

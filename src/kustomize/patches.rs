@@ -155,6 +155,117 @@ fn mark_empty_nulls(r: &mut Resource) -> bool {
     any
 }
 
+/// Puts [`parse::QUOTED_MARK`] on the resource's quoted strings (see
+/// [`Resource::quoted`]) the merge may write over; whether it did.
+fn mark_quoted(r: &mut Resource, schema: &Schema) -> bool {
+    if r.quoted.is_empty() {
+        return false;
+    }
+    let top = schema.resource(&r.api_version(), &r.kind());
+    mark_quoted_paths(&mut r.obj, &r.quoted, top, schema)
+}
+
+/// Marks the strings at `paths` of `obj` (see [`parse::QUOTED_MARK`]);
+/// whether it marked any. Left alone: `metadata` (kustomize handles names,
+/// labels and annotations apart), `apiVersion` and `kind` (the merge reads
+/// them for schemas), directives and what is under them, and the merge
+/// keys of lists merged by key (the merge matches items on them).
+fn mark_quoted_paths<'s>(
+    obj: &mut Value,
+    paths: &[Vec<PathSeg>],
+    top: Option<SchemaRef<'s>>,
+    schema: &'s Schema,
+) -> bool {
+    let mut any = false;
+    for p in paths {
+        let Some((PathSeg::Key(k), parent)) = p.split_last() else {
+            continue;
+        };
+        if matches!(p.first(), Some(PathSeg::Key(f)) if f == "metadata")
+            || k == "apiVersion"
+            || k == "kind"
+            || p.iter()
+                .any(|s| matches!(s, PathSeg::Key(k) if k.starts_with('$')))
+        {
+            continue;
+        }
+        if let Some((PathSeg::Index(_), list)) = parent.split_last()
+            && schema_at(obj, list, top, schema)
+                .is_some_and(|s| s.has_merge_strategy() && s.merge_keys().contains(&k.as_str()))
+        {
+            continue;
+        }
+        if let Some(Value::String(text)) = value_at_mut(obj, p)
+            && !text.starts_with(parse::QUOTED_MARK)
+        {
+            text.insert_str(0, parse::QUOTED_MARK);
+            any = true;
+        }
+    }
+    any
+}
+
+/// The schema the strategic merge uses for the node at `path` of `obj`
+/// (field and element schemas, or a map's own apiVersion and kind).
+fn schema_at<'s>(
+    obj: &Value,
+    path: &[PathSeg],
+    top: Option<SchemaRef<'s>>,
+    schema: &'s Schema,
+) -> Option<SchemaRef<'s>> {
+    let mut cur = obj;
+    let mut s = top;
+    for seg in path {
+        match seg {
+            PathSeg::Key(k) => {
+                cur = cur.get(k)?;
+                s = s.and_then(|s| s.field(k));
+            }
+            PathSeg::Index(i) => {
+                cur = cur.as_seq()?.get(*i)?;
+                s = s.and_then(|s| s.elements());
+            }
+        }
+        if s.is_none() {
+            s = super::patch::smp::schema_of_map(schema, cur);
+        }
+    }
+    s
+}
+
+/// Turns the quoted marks a merge kept back into their strings; returns
+/// their paths.
+fn unmark_quoted(v: &mut Value) -> Vec<Vec<PathSeg>> {
+    fn walk(v: &mut Value, path: &mut Vec<PathSeg>, out: &mut Vec<Vec<PathSeg>>) {
+        match v {
+            Value::String(s) => {
+                if let Some(text) = s.strip_prefix(parse::QUOTED_MARK) {
+                    *s = text.to_string();
+                    out.push(path.clone());
+                }
+            }
+            Value::Map(m) => {
+                for (k, c) in m.iter_mut() {
+                    path.push(PathSeg::Key(k.clone()));
+                    walk(c, path, out);
+                    path.pop();
+                }
+            }
+            Value::Seq(items) => {
+                for (i, c) in items.iter_mut().enumerate() {
+                    path.push(PathSeg::Index(i));
+                    walk(c, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut Vec::new(), &mut out);
+    out
+}
+
 /// Turns the marks a merge kept back into what they stood for; returns
 /// their paths.
 fn unmark_empty_nulls(v: &mut Value) -> Vec<Vec<PathSeg>> {
@@ -195,7 +306,7 @@ fn unmark_empty_nulls(v: &mut Value) -> Vec<Vec<PathSeg>> {
 fn apply_smp_at(
     m: &mut ResMap,
     i: usize,
-    patch: &Value,
+    patch: &MarkedDocument,
     how: SmpHow,
     schema: &Schema,
 ) -> Result<bool> {
@@ -217,7 +328,7 @@ struct SmpHow {
 
 fn apply_smp_to_resource(
     r: &mut Resource,
-    patch: &Value,
+    patch: &MarkedDocument,
     how: SmpHow,
     schema: &Schema,
 ) -> Result<bool> {
@@ -240,7 +351,7 @@ fn apply_smp_to_resource(
             )));
         }
     }
-    let mut p = patch.clone();
+    let mut p = patch.value.clone();
     let api = r.api_version().to_string();
     let api_absent = r.obj.get("apiVersion").is_none();
     if let Some(pm) = p.as_map_mut() {
@@ -264,12 +375,26 @@ fn apply_smp_to_resource(
     let before = (!r.links.is_empty()).then(|| r.obj.clone());
     // nulls written as nothing are dropped where the merge walks
     let marked = mark_empty_nulls(r);
+    // quoted strings give their style to what the merge writes over them
+    let quoted = mark_quoted(r, schema);
+    if quoted && !patch.written.is_empty() {
+        keep_patch_texts(r, &mut p, &patch.written, schema);
+    }
+    // and a patch's own quoted strings keep their style where they are new
+    let patch_quoted = !patch.quoted.is_empty() && {
+        let top = schema.resource(&r.api_version(), &r.kind());
+        mark_quoted_paths(&mut p, &patch.quoted, top, schema)
+    };
+    let quoted = quoted || patch_quoted;
     let folded = parse::has_folded_marks(&p);
     let merged = strategic_merge_owned(std::mem::take(&mut r.obj), &p, schema)
-        .map_err(|e| Error::invalid(e.0))?
+        .map_err(|e| Error::invalid(e.0.replace(parse::QUOTED_MARK, "")))?
         .map(|mut m| {
             if marked {
                 r.empty_nulls = unmark_empty_nulls(&mut m);
+            }
+            if quoted {
+                r.quoted = unmark_quoted(&mut m);
             }
             if folded {
                 // folded patch scalars that kept their own style
@@ -354,8 +479,7 @@ fn quote_walked_untyped(r: &mut Resource, patch: &Value, schema: &Schema) {
 }
 
 /// Whether kyaml's merge walks down to the scalar field at `path` of `obj`
-/// (through maps, and lists whose schema merges them by key, with the
-/// merge's schema lookup) and keeps it (`patch` does not set it).
+/// and keeps it (`patch` does not set it).
 fn kept_by_merge<'s>(
     obj: &Value,
     patch: &Value,
@@ -363,34 +487,60 @@ fn kept_by_merge<'s>(
     top: Option<SchemaRef<'s>>,
     schema: &'s Schema,
 ) -> bool {
+    matches!(merge_walk(obj, patch, path, top, schema), MergeWalk::Kept)
+}
+
+/// What kyaml's merge does at the scalar field at `path` of `obj`.
+enum MergeWalk {
+    /// It does not walk there (a list not merged by key, a map the patch
+    /// replaces or deletes, a missing node).
+    Stops,
+    /// It walks there and keeps the field.
+    Kept,
+    /// It writes the patch's node at this path over the field.
+    SetBy(Vec<PathSeg>),
+}
+
+/// Follows kyaml's merge down to `path` of `obj` (through maps, and lists
+/// whose schema merges them by key, with the merge's schema lookup),
+/// alongside the patch's node at the same place.
+fn merge_walk<'s>(
+    obj: &Value,
+    patch: &Value,
+    path: &[PathSeg],
+    top: Option<SchemaRef<'s>>,
+    schema: &'s Schema,
+) -> MergeWalk {
     let Some((last, parents)) = path.split_last() else {
-        return false;
+        return MergeWalk::Stops;
     };
     let mut cur = obj;
     // the patch's node at the same place, while there is one
     let mut pcur = Some(patch);
+    let mut ppath = Vec::new();
     let mut s = top;
     for seg in parents {
         match seg {
             PathSeg::Key(k) => {
                 let Some(next) = cur.get(k) else {
-                    return false;
+                    return MergeWalk::Stops;
                 };
                 cur = next;
                 pcur = pcur.and_then(|p| p.get(k));
+                ppath.push(seg.clone());
                 s = s.and_then(|s| s.field(k));
             }
             PathSeg::Index(i) => {
                 let Some(list) = s.filter(|s| s.has_merge_strategy()) else {
-                    return false;
+                    return MergeWalk::Stops;
                 };
                 let Some(next) = cur.as_seq().and_then(|l| l.get(*i)) else {
-                    return false;
+                    return MergeWalk::Stops;
                 };
                 let keys = list.merge_keys();
                 // the patch item merged with this one: same merge-key values
-                pcur = pcur.and_then(Value::as_seq).and_then(|items| {
-                    items.iter().find(|it| {
+                let found = pcur.and_then(Value::as_seq).and_then(|items| {
+                    items.iter().enumerate().find(|(_, it)| {
                         !keys.is_empty()
                             && keys.iter().all(|k| {
                                 it.get(k).and_then(Value::scalar_to_string)
@@ -398,6 +548,10 @@ fn kept_by_merge<'s>(
                             })
                     })
                 });
+                pcur = found.map(|(_, it)| it);
+                if let Some((pi, _)) = found {
+                    ppath.push(PathSeg::Index(pi));
+                }
                 cur = next;
                 s = list.elements();
             }
@@ -411,19 +565,61 @@ fn kept_by_merge<'s>(
                 .is_some_and(|d| matches!(d.as_str(), Some("replace" | "delete")))
         {
             // the patch's map replaces this one (or removes it)
-            return false;
+            return MergeWalk::Stops;
         }
     }
     let PathSeg::Key(k) = last else {
-        return false;
+        return MergeWalk::Stops;
     };
-    pcur.and_then(|p| p.get(k)).is_none()
+    match pcur.and_then(|p| p.get(k)) {
+        None => MergeWalk::Kept,
+        Some(_) => {
+            ppath.push(last.clone());
+            MergeWalk::SetBy(ppath)
+        }
+    }
+}
+
+/// kyaml writes a patch's scalar over a quoted field with the field's
+/// style, and its text as written: a number or boolean the patch wrote
+/// as `TRUE`, `+1` or `0b101` over a marked field (see [`mark_quoted`])
+/// becomes that text, not the value it read as.
+fn keep_patch_texts(
+    r: &Resource,
+    p: &mut Value,
+    written: &[(Vec<PathSeg>, String)],
+    schema: &Schema,
+) {
+    let top = schema.resource(&r.api_version(), &r.kind());
+    for q in &r.quoted {
+        if value_at(&r.obj, q).is_none_or(|v| parse::quoted_text(v).is_none()) {
+            continue;
+        }
+        let MergeWalk::SetBy(at) = merge_walk(&r.obj, p, q, top, schema) else {
+            continue;
+        };
+        let Some((_, text)) = written.iter().find(|(w, _)| *w == at) else {
+            continue;
+        };
+        if let Some(v) = value_at_mut(p, &at)
+            && matches!(
+                v,
+                Value::Int(_)
+                    | Value::UInt(_)
+                    | Value::Float(_)
+                    | Value::Bool(_)
+                    | Value::String(_)
+            )
+        {
+            *v = Value::String(text.clone());
+        }
+    }
 }
 
 fn apply_smp_to(
     m: &mut ResMap,
     targets: &[usize],
-    patch: &Value,
+    patch: &MarkedDocument,
     how: SmpHow,
     schema: &Schema,
 ) -> Result<()> {
@@ -574,7 +770,7 @@ pub fn apply_strategic_merge_by_id(
                     allow_kind: false,
                     gvk_copied: true,
                 };
-                apply_smp_to(m, &[*i], &p.value, how, schema)?
+                apply_smp_to(m, &[*i], p, how, schema)?
             }
             [] => {
                 return Err(Error::invalid(format!(
@@ -764,7 +960,7 @@ pub fn apply_patch_entry(
                 allow_kind: p.allow_kind_change,
                 gvk_copied: true,
             };
-            apply_smp_to(m, &hits, &docs[0].value, how, schema)
+            apply_smp_to(m, &hits, &docs[0], how, schema)
         }
         None => {
             // Without a target, each patch applies to the one resource whose
@@ -788,7 +984,7 @@ pub fn apply_patch_entry(
                     allow_kind: p.allow_kind_change,
                     gvk_copied: false,
                 };
-                apply_smp_to(m, &hits, &d.value, how, schema)?;
+                apply_smp_to(m, &hits, d, how, schema)?;
             }
             Ok(())
         }
@@ -824,8 +1020,35 @@ fn renew_nodes(r: &mut Resource) -> Result<()> {
     }
     r.links.clear();
     r.empty_nulls.clear();
+    r.quoted.clear();
     r.scalar_texts.clear();
     Ok(())
+}
+
+/// kustomize's JSON patch goes through the resource's JSON form, where an
+/// untyped annotation value (a scalar setter's text, see
+/// `TextKind::Untyped`) is what its text reads as: `0123` becomes 83, and
+/// the annotation, read back as text, `83`.
+fn resolve_untyped_annotations(r: &mut Resource) {
+    let texts = std::mem::take(&mut r.scalar_texts);
+    for t in &texts {
+        if !matches!(t.kind, TextKind::Untyped) {
+            continue;
+        }
+        let [PathSeg::Key(m), PathSeg::Key(a), PathSeg::Key(_)] = t.path.as_slice() else {
+            continue;
+        };
+        if m != "metadata" || a != "annotations" {
+            continue;
+        }
+        if let Some(v) = value_at_mut(&mut r.obj, &t.path)
+            && v.as_str() == Some(t.text.as_str())
+        {
+            let read = super::fieldpath::resolve_value(&t.text);
+            *v = Value::String(read.scalar_to_string().unwrap_or_default());
+        }
+    }
+    r.scalar_texts = texts;
 }
 
 /// Applies JSON patch operations to one resource as kustomize does: while
@@ -838,6 +1061,7 @@ fn renew_nodes(r: &mut Resource) -> Result<()> {
 /// labels. They are removed afterwards, with the map when it is left empty
 /// and the resource had none.
 fn json_patch_resource(r: &mut Resource, ops: &Value) -> Result<()> {
+    resolve_untyped_annotations(r);
     renew_nodes(r)?;
     let had_annotations = r
         .obj

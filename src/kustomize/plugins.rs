@@ -25,7 +25,7 @@ use super::resid::{Gvk, ResId};
 use super::resource::Origin;
 use super::resource::{ResMap, Resource};
 use super::transform::{self, SubjectMode};
-use super::yaml::{Mapping, Value, parse};
+use super::yaml::{Mapping, PathSeg, Value, parse};
 
 pub(crate) mod config;
 mod external;
@@ -762,30 +762,56 @@ fn value_add(
             continue;
         }
         let spec = FieldSpec::new(Default::default(), &t.field_path, true);
+        let rewrite = |old: &str| {
+            if t.file_path_position > 0 {
+                insert_path_part(old, (t.file_path_position - 1) as usize, &value)
+            } else {
+                value.clone()
+            }
+        };
         for &i in &hits {
             let r = &mut m.resources_mut()[i];
             let id = r.cur_id();
-            super::fieldspec::walk(
+            // kyaml's scalar setter: the text goes in untyped (it reads as
+            // plain YAML: `0123` is the number 83) unless the field was
+            // quoted
+            let texts = &r.scalar_texts;
+            let quoted = &r.quoted;
+            let mut plain = Vec::new();
+            super::fieldspec::walk_with_path(
                 &mut r.obj,
                 &spec,
                 super::fieldspec::Leaf::Scalar,
-                &mut |v| {
+                &mut |path, v| {
                     if matches!(v, Value::Map(_) | Value::Seq(_)) {
                         return Err(Error::invalid(format!(
                             "field '{}' of {id} is not a scalar",
                             t.field_path
                         )));
                     }
-                    let new = if t.file_path_position > 0 {
-                        let old = super::fieldpath::scalar_text(v);
-                        insert_path_part(&old, (t.file_path_position - 1) as usize, &value)
-                    } else {
-                        value.clone()
-                    };
-                    *v = Value::String(new);
+                    if v.is_null() {
+                        let new = rewrite("");
+                        *v = replacement::untyped(&new);
+                        plain.push((path.to_vec(), new));
+                    } else if let Some(new) =
+                        replacement::set_scalar_text(texts, quoted, path, v, |old| {
+                            Some(rewrite(old))
+                        })
+                    {
+                        plain.push((path.to_vec(), new));
+                    }
+                    // kustomize reads annotations back as their text
+                    if let [PathSeg::Key(m), PathSeg::Key(a), PathSeg::Key(_)] = path
+                        && m == "metadata"
+                        && a == "annotations"
+                        && let Some((_, text)) = plain.last().filter(|(p, _)| p == path)
+                    {
+                        *v = Value::String(text.clone());
+                    }
                     Ok(())
                 },
             )?;
+            replacement::keep_untyped(&mut r.scalar_texts, plain);
         }
     }
     Ok(())

@@ -75,6 +75,10 @@ pub struct TargetSelector {
 pub struct Replacement {
     pub source: Option<SourceSelector>,
     pub targets: Vec<TargetSelector>,
+    /// `targets` was given as a list, possibly empty (Go's non-nil slice):
+    /// a replacement read from a file or a plugin config with `targets: []`
+    /// does nothing, where one with no targets at all is an error.
+    pub targets_given: bool,
 }
 
 // ---------------------------------------------------------------------------
@@ -203,6 +207,7 @@ fn decode_replacement(
             "path" => file = d.string(val, owner, &p)?,
             "source" => r.source = decode_source(d, val, owner, &p)?,
             _ => {
+                r.targets_given = matches!(val, Value::Seq(_));
                 r.targets = match val {
                     Value::Null => Vec::new(),
                     Value::Seq(items) => items
@@ -243,6 +248,10 @@ pub fn parse_replacement(v: &Value) -> Result<Replacement, String> {
         "ReplacementField",
         true,
     )?;
+    // kustomize hands the kustomization's entries to its builtin through
+    // YAML with `omitempty`: an empty `targets` list is dropped on the way
+    let mut r = r;
+    r.targets_given = !r.targets.is_empty();
     inline_only(r, file)
 }
 
@@ -443,15 +452,19 @@ pub fn text_and_style<'a>(v: &'a Value, kept: Option<&'a str>) -> Option<(Cow<'a
 /// kept texts are `texts`): `rewrite` gets the text kyaml reads there and
 /// says whether it changes it. The new text goes in untyped where the
 /// scalar was plain (and is returned, for [`keep_untyped`]), as a string
-/// where it was quoted (see `scalar_text_at`).
+/// where it was quoted (`quoted` lists the strings known to be, see
+/// `Resource::quoted`; others are inferred by `scalar_text_at`).
 pub fn set_scalar_text(
     texts: &[TextScalar],
+    quoted: &[Vec<PathSeg>],
     path: &[PathSeg],
     v: &mut Value,
     rewrite: impl FnOnce(&str) -> Option<String>,
 ) -> Option<String> {
     let (new, plain) = {
         let (text, plain) = scalar_text_at(texts, path, v)?;
+        // (a string recorded as written quoted, see `Resource::quoted`)
+        let plain = plain && !(matches!(v, Value::String(_)) && quoted.iter().any(|q| q == path));
         (rewrite(&text)?, plain)
     };
     if plain {
@@ -630,7 +643,7 @@ pub fn apply_replacements<R: ReplacementResource>(
 ) -> Result<(), String> {
     for r in reps {
         let source = match &r.source {
-            Some(s) if !r.targets.is_empty() => s,
+            Some(s) if !r.targets.is_empty() || r.targets_given => s,
             _ => {
                 return Err(
                     "replacements must specify a source and at least one target".to_string()

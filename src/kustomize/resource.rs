@@ -165,6 +165,13 @@ pub struct Resource {
     /// walks (maps, merged lists) unless it sets them; a JSON patch turns
     /// them into explicit nulls.
     pub empty_nulls: Vec<Vec<PathSeg>>,
+    /// Paths of map fields holding a string kyaml keeps quoted or as a
+    /// literal block scalar (`"http"`, `|`, any string of a JSON file or of a
+    /// `*List` item): a strategic-merge patch writing a number or a boolean
+    /// there gives it that style, so it stays text, as the patch wrote it
+    /// (`+1`, `TRUE`); a string written there keeps the style. A JSON patch
+    /// or a KRM function re-creates the nodes, plain.
+    pub quoted: Vec<Vec<PathSeg>>,
     /// Scalars replacements wrote whose text kyaml keeps apart from their
     /// value (see [`TextScalar`]):
     /// * fields a replacement created: kyaml leaves such nodes without a
@@ -307,9 +314,9 @@ impl Resource {
         let segs: Vec<PathSeg> = path.iter().map(|k| PathSeg::Key(k.to_string())).collect();
         match self.obj.get_path_mut(path) {
             Some(v) if !matches!(v, Value::Null | Value::Map(_) | Value::Seq(_)) => {
-                if let Some(t) =
-                    set_scalar_text(&self.scalar_texts, &segs, v, |_| Some(text.to_string()))
-                {
+                if let Some(t) = set_scalar_text(&self.scalar_texts, &self.quoted, &segs, v, |_| {
+                    Some(text.to_string())
+                }) {
                     keep_untyped(&mut self.scalar_texts, vec![(segs, t)]);
                 }
             }

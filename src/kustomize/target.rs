@@ -427,6 +427,7 @@ impl<'o> Target<'o> {
                     for d in docs {
                         let mut r = Resource::new(d.value);
                         r.empty_nulls = d.empty_nulls;
+                        r.quoted = d.quoted;
                         r.scalar_texts = TextScalar::written(&r.obj, d.written);
                         super::function::absorb_build_annotations(&mut r);
                         check_resource(&r, entry)?;

@@ -64,9 +64,10 @@ pub fn prefix_suffix(
                 // kyaml's scalar setter: a plain-written scalar (`name: 23`)
                 // gets untyped text, which reads as plain YAML again
                 let texts = &r.scalar_texts;
+                let quoted = &r.quoted;
                 let mut plain = Vec::new();
                 walk_with_path(&mut r.obj, fs, Leaf::Scalar, &mut |path, v| {
-                    let new = set_scalar_text(texts, path, v, |text| {
+                    let new = set_scalar_text(texts, quoted, path, v, |text| {
                         Some(if is_prefix {
                             format!("{affix}{text}")
                         } else {
@@ -525,6 +526,7 @@ fn legacy_images(
     v: &mut Value,
     rules: &ImageRules,
     texts: &[TextScalar],
+    quoted: &[Vec<PathSeg>],
     at: &mut Vec<PathSeg>,
     written: &mut Vec<(Vec<PathSeg>, String)>,
 ) -> Result<()> {
@@ -546,14 +548,14 @@ fn legacy_images(
                             let mut path = at.clone();
                             path.extend([PathSeg::Index(i), PathSeg::Key("image".into())]);
                             if let Some(new) =
-                                set_scalar_text(texts, &path, img, |s| rules.apply(s))
+                                set_scalar_text(texts, quoted, &path, img, |s| rules.apply(s))
                             {
                                 written.push((path, new));
                             }
                         }
                     }
                 } else {
-                    legacy_images(child, rules, texts, at, written)?;
+                    legacy_images(child, rules, texts, quoted, at, written)?;
                 }
                 at.pop();
             }
@@ -561,7 +563,7 @@ fn legacy_images(
         Value::Seq(items) => {
             for (i, item) in items.iter_mut().enumerate() {
                 at.push(PathSeg::Index(i));
-                legacy_images(item, rules, texts, at, written)?;
+                legacy_images(item, rules, texts, quoted, at, written)?;
                 at.pop();
             }
         }
@@ -616,15 +618,30 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
         }
         let mut written = Vec::new();
         let texts = &r.scalar_texts;
+        let quoted = &r.quoted;
         if let Some(indexed) = &indexed {
-            legacy_images(&mut r.obj, indexed, texts, &mut Vec::new(), &mut written)?;
+            legacy_images(
+                &mut r.obj,
+                indexed,
+                texts,
+                quoted,
+                &mut Vec::new(),
+                &mut written,
+            )?;
         }
         for rule in &rules {
             let one = ImageRules::new(vec![ImageRule {
                 entry: rule.entry.clone(),
                 matcher: rule.matcher.clone(),
             }]);
-            legacy_images(&mut r.obj, &one, texts, &mut Vec::new(), &mut written)?;
+            legacy_images(
+                &mut r.obj,
+                &one,
+                texts,
+                quoted,
+                &mut Vec::new(),
+                &mut written,
+            )?;
             for fs in &custom {
                 if !fs.applies_to(&gvk) {
                     continue;
@@ -632,7 +649,7 @@ pub fn images(m: &mut ResMap, entries: &[ImageEntry], specs: &[FieldSpec]) -> Re
                 let mut spec = fs.clone();
                 spec.create = false;
                 walk_with_path(&mut r.obj, &spec, Leaf::Scalar, &mut |at, v| {
-                    if let Some(new) = set_scalar_text(texts, at, v, |s| rule.rewrite(s)) {
+                    if let Some(new) = set_scalar_text(texts, quoted, at, v, |s| rule.rewrite(s)) {
                         written.push((at.to_vec(), new));
                     }
                     Ok(())
@@ -680,12 +697,19 @@ pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -
                     continue;
                 }
                 let id = r.cur_id();
-                walk(&mut r.obj, fs, Leaf::Scalar, &mut |v| {
+                let quoted = &r.quoted;
+                walk_with_path(&mut r.obj, fs, Leaf::Scalar, &mut |path, v| {
                     if !settable(v, Leaf::Scalar) {
                         return Err(wrong_kind(Leaf::Scalar, v)
                             .context(format!("considering field '{}' of object {id}", fs.path)));
                     }
-                    *v = parse::written_over(v, Value::Int(e.count));
+                    // kyaml sets the count's text in the node: a quoted
+                    // field stays quoted
+                    *v = if matches!(v, Value::String(_)) && quoted.iter().any(|q| q == path) {
+                        Value::String(e.count.to_string())
+                    } else {
+                        parse::written_over(v, Value::Int(e.count))
+                    };
                     Ok(())
                 })?;
             }

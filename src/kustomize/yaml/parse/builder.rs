@@ -17,6 +17,10 @@ pub(super) struct Doc {
     /// Typed scalars whose text is not how their value prints (see
     /// `DocReader::written`).
     pub(super) written: Vec<(Vec<PathSeg>, String)>,
+    /// Map fields holding a quoted or block scalar string whose text could
+    /// have been plain (recorded with `written`; see
+    /// `MarkedDocument::quoted`).
+    pub(super) quoted: Vec<Vec<PathSeg>>,
 }
 
 /// Pulls documents out of a saphyr event stream.
@@ -67,6 +71,7 @@ impl<'a> DocReader<'a> {
         b.patch = self.patch;
         b.meta_text = self.meta_text;
         b.written = self.written.then(Vec::new);
+        b.quoted = self.written.then(Vec::new);
         let mut in_doc = false;
         loop {
             let Some(item) = self.parser.next_event() else {
@@ -579,6 +584,8 @@ pub(super) struct Builder {
     pub(super) meta_text: PatchMeta,
     /// See `DocReader::written` (`None`: not recorded).
     pub(super) written: Option<Vec<(Vec<PathSeg>, String)>>,
+    /// See `Doc::quoted` (`None`: not recorded).
+    pub(super) quoted: Option<Vec<Vec<PathSeg>>>,
 }
 
 impl Builder {
@@ -587,6 +594,7 @@ impl Builder {
             patch: false,
             meta_text: PatchMeta::AsWritten,
             written: None,
+            quoted: None,
             mode,
             stack: Vec::new(),
             anchors: HashMap::new(),
@@ -606,6 +614,7 @@ impl Builder {
             json_problem: self.json_problem,
             tab_line: self.tab_line,
             written: self.written.take().unwrap_or_default(),
+            quoted: self.quoted.take().unwrap_or_default(),
         }
     }
 
@@ -752,6 +761,17 @@ impl Builder {
             let back = (self.mode == Mode::Strict && style == ScalarStyle::Folded && !is_key)
                 .then(|| folded::reread(&raw))
                 .flatten();
+            // kyaml gives a value written over this field its style: a
+            // number written there stays text (folded fields are told
+            // apart by their text, see `folded_written_over`)
+            if !is_key
+                && style != ScalarStyle::Folded
+                && self.quoted.is_some()
+                && let Some(path) = self.value_path()
+                && let Some(q) = self.quoted.as_mut()
+            {
+                q.push(path);
+            }
             let node = match back {
                 // (a patch's node may take the style of the field it is
                 // written over: keep both values, see `FOLDED_MARK`)

@@ -91,6 +91,33 @@ pub(super) fn patch_dash_in_flow(text: &str, e: &ParseError, line_offset: usize)
     Some(out)
 }
 
+/// saphyr rejects the first line after a block scalar header with an
+/// indentation indicator (`value: >+3`) when it is indented past the
+/// enclosing block but short of the scalar's indentation. libyaml ends the
+/// (empty) scalar there and reads the line as the next token, so a comment
+/// line is fine. Given that error on a comment line, returns the text with
+/// the comment moved to the first column, where saphyr ends the scalar the
+/// same way (line numbers stay the same).
+pub(super) fn patch_block_scalar_comment(
+    text: &str,
+    e: &ParseError,
+    line_offset: usize,
+) -> Option<String> {
+    if !e.message.contains("wrongly indented line in block scalar") {
+        return None;
+    }
+    let start = line_start(text, e.line.checked_sub(line_offset)?)?;
+    let line = &text[start..];
+    let spaces = line.len() - line.trim_start_matches(' ').len();
+    if spaces == 0 || !line[spaces..].starts_with('#') {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..start]);
+    out.push_str(&text[start + spaces..]);
+    Some(out)
+}
+
 /// saphyr rejects a continuation line of a quoted scalar that is not
 /// indented past the enclosing block (`value: 'a` then `b'` at the key's
 /// column), which libyaml reads like any other folded line. Given that

@@ -125,6 +125,7 @@ pub fn parse_documents(src: &str) -> Result<Vec<Value>, ParseError> {
                         && let Some(patched) = patch_tab_after_colon(&text, &e, 0)
                             .or_else(|| patch_dash_in_flow(&text, &e, 0))
                             .or_else(|| patch_quoted_indent(&text, &e, 0))
+                            .or_else(|| patch_block_scalar_comment(&text, &e, 0))
                     {
                         retries += 1;
                         text = Cow::Owned(patched);
@@ -244,6 +245,12 @@ pub struct MarkedDocument {
     /// keeps a scalar's text, and replacements and vars read it. Not
     /// recorded through aliases and merge keys.
     pub written: Vec<(Vec<PathSeg>, String)>,
+    /// Paths of the map fields holding a string written quoted or as a
+    /// literal block scalar (`"http"`, `|`): kyaml keeps a node's style, and gives
+    /// it to a value a strategic merge writes over the field, so a number
+    /// written there stays text, as the patch wrote it. Not recorded
+    /// through aliases and merge keys, nor in annotations.
+    pub quoted: Vec<Vec<PathSeg>>,
 }
 
 impl MarkedDocument {
@@ -306,11 +313,13 @@ fn parse_strict_with(
                         keep_first_root_keys(&mut doc.root);
                     }
                     let written = std::mem::take(&mut doc.written);
+                    let quoted = std::mem::take(&mut doc.quoted);
                     let value = finish_strict(doc, piece, mark.then_some(&mut nulls))?;
                     break MarkedDocument {
                         value,
                         empty_nulls: nulls,
                         written,
+                        quoted,
                     };
                 }
                 Ok(None) => break MarkedDocument::plain(Value::Null),
@@ -319,6 +328,9 @@ fn parse_strict_with(
                         patch_tab_after_colon(piece.text, &e, chunk.line_offset)
                             .or_else(|| patch_dash_in_flow(piece.text, &e, chunk.line_offset))
                             .or_else(|| patch_quoted_indent(piece.text, &e, chunk.line_offset))
+                            .or_else(|| {
+                                patch_block_scalar_comment(piece.text, &e, chunk.line_offset)
+                            })
                     } else {
                         None
                     };
@@ -405,9 +417,25 @@ pub fn folded_written_over(dest: &Value, new: Value) -> Value {
     let maybe_folded =
         folded_parts(dest).is_some() || dest.as_str().is_some_and(|s| s.contains('\n'));
     match folded_parts(&new) {
+        Some((read, _)) if quoted_text(dest).is_some() => quoted_mark(read),
         Some((read, _)) if !maybe_folded => Value::String(read.to_owned()),
         _ => new,
     }
+}
+
+/// Stands, in a resource under a strategic merge, for a string field kyaml
+/// holds quoted although its text could be plain (see
+/// `MarkedDocument::quoted`): the mark, then the string.
+pub const QUOTED_MARK: &str = "\u{0}krmsync:quoted\u{0}";
+
+/// The string `text` marked as quoted (see [`QUOTED_MARK`]).
+pub fn quoted_mark(text: &str) -> Value {
+    Value::String(format!("{QUOTED_MARK}{text}"))
+}
+
+/// The string a quoted mark stands for.
+pub fn quoted_text(v: &Value) -> Option<&str> {
+    v.as_str()?.strip_prefix(QUOTED_MARK)
 }
 
 /// Replaces every folded mark left in `v` by the value kyaml's printer
@@ -427,9 +455,35 @@ pub fn unmark_folded(v: &mut Value) {
 
 /// A value written over `dest` in place, as kyaml writes it: the node keeps
 /// its quoting, so a number or boolean written over a string that must have
-/// been quoted (see [`string_was_quoted`]) becomes its text. Anything else
-/// is `new` itself.
+/// been quoted (see [`string_was_quoted`]), or one marked as quoted (see
+/// [`QUOTED_MARK`]), becomes its text; over a mark the value is marked
+/// too. Anything else is `new` itself.
 pub fn written_over(dest: &Value, new: Value) -> Value {
+    if quoted_text(dest).is_some() {
+        // the field's quoted style goes to the value written there
+        return match &new {
+            // (printed without its tag only when its text reads as its
+            // type: `!!float 2` stays a number)
+            Value::Int(_) | Value::UInt(_) | Value::Bool(_) => {
+                quoted_mark(&new.scalar_to_string().unwrap_or_default())
+            }
+            Value::Float(_) => {
+                let text = new.scalar_to_string().unwrap_or_default();
+                if matches!(resolve_plain(false, &text).0, RTag::Float) {
+                    quoted_mark(&text)
+                } else {
+                    new
+                }
+            }
+            Value::String(s) if quoted_text(&new).is_none() => quoted_mark(s),
+            _ => new,
+        };
+    }
+    // a quoted patch string takes the style of the field it is written over
+    let new = match quoted_text(&new) {
+        Some(text) => Value::String(text.to_string()),
+        None => new,
+    };
     match (dest, &new) {
         (Value::String(d), Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Bool(_))
             if string_was_quoted(d) =>
