@@ -5480,3 +5480,41 @@ fn value_add_writes_untyped_text_and_quoted_fields_stay_strings() {
         "{out}"
     );
 }
+
+// Rule: after a block scalar header with an indentation indicator, a line
+// indented past the enclosing block but short of the scalar's indentation
+// ends the (empty) scalar, as in libyaml; a comment there is fine.
+#[test]
+fn a_comment_short_of_a_block_scalars_indentation_ends_it() {
+    for (value, extra) in [
+        (">+3\n   # not a comment\n", ""),
+        (">+3\n   # not a comment\n", "  other: x\n"),
+        ("|2\n  # c\n", ""),
+        ("|1\n # c\n", "  other: x\n"),
+        (">2\n   # c\n", "  k: v\n"),
+    ] {
+        let cm = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  value: {value}{extra}"
+        );
+        let out = ok(
+            &[
+                ("/r/kustomization.yaml", "resources: [cm.yaml]\n"),
+                ("/r/cm.yaml", &cm),
+            ],
+            "/r",
+        );
+        assert!(out.contains("  value: \"\"\n"), "{cm}\n{out}");
+        if !extra.is_empty() {
+            assert!(out.contains(extra), "{cm}\n{out}");
+        }
+    }
+    // a line that is not a comment there is still an error
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  value: |3\n   x\n";
+    err(
+        &[
+            ("/r/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("/r/cm.yaml", cm),
+        ],
+        "/r",
+    );
+}
