@@ -175,8 +175,12 @@ pub(crate) fn factory_split(
             Some(items) => {
                 // (kustomize writes each item as JSON and reads it back:
                 // every string of it is double-quoted)
-                let quoted = |value: Value| Doc {
-                    quoted: quoted_strings(&value),
+                let quoted = |mut value: Value| Doc {
+                    quoted: value
+                        .scalar_paths_where(&mut |s| matches!(s, Value::String(_)))
+                        .into_iter()
+                        .filter(|p| matches!(p.last(), Some(PathSeg::Key(_))))
+                        .collect(),
                     value,
                     ..Doc::default()
                 };
@@ -194,36 +198,6 @@ pub(crate) fn factory_split(
         }
     }
     Ok(out)
-}
-
-/// The paths of the map fields of `v` holding strings (see
-/// [`parse::MarkedDocument::quoted`]).
-fn quoted_strings(v: &Value) -> Vec<Vec<PathSeg>> {
-    fn walk(v: &Value, path: &mut Vec<PathSeg>, out: &mut Vec<Vec<PathSeg>>) {
-        match v {
-            Value::String(_) if matches!(path.last(), Some(PathSeg::Key(_))) => {
-                out.push(path.clone());
-            }
-            Value::Map(m) => {
-                for (k, c) in m {
-                    path.push(PathSeg::Key(k.clone()));
-                    walk(c, path, out);
-                    path.pop();
-                }
-            }
-            Value::Seq(items) => {
-                for (i, c) in items.iter().enumerate() {
-                    path.push(PathSeg::Index(i));
-                    walk(c, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(v, &mut Vec::new(), &mut out);
-    out
 }
 
 /// [`factory_split`] for parsed documents (patches read as resources).

@@ -236,69 +236,27 @@ fn schema_at<'s>(
 /// Turns the quoted marks a merge kept back into their strings; returns
 /// their paths.
 fn unmark_quoted(v: &mut Value) -> Vec<Vec<PathSeg>> {
-    fn walk(v: &mut Value, path: &mut Vec<PathSeg>, out: &mut Vec<Vec<PathSeg>>) {
-        match v {
-            Value::String(s) => {
-                if let Some(text) = s.strip_prefix(parse::QUOTED_MARK) {
-                    *s = text.to_string();
-                    out.push(path.clone());
-                }
-            }
-            Value::Map(m) => {
-                for (k, c) in m.iter_mut() {
-                    path.push(PathSeg::Key(k.clone()));
-                    walk(c, path, out);
-                    path.pop();
-                }
-            }
-            Value::Seq(items) => {
-                for (i, c) in items.iter_mut().enumerate() {
-                    path.push(PathSeg::Index(i));
-                    walk(c, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
+    v.scalar_paths_where(&mut |s| match s {
+        Value::String(text) if text.starts_with(parse::QUOTED_MARK) => {
+            text.replace_range(..parse::QUOTED_MARK.len(), "");
+            true
         }
-    }
-    let mut out = Vec::new();
-    walk(v, &mut Vec::new(), &mut out);
-    out
+        _ => false,
+    })
 }
 
 /// Turns the marks a merge kept back into what they stood for; returns
 /// their paths.
 fn unmark_empty_nulls(v: &mut Value) -> Vec<Vec<PathSeg>> {
-    fn walk(v: &mut Value, path: &mut Vec<PathSeg>, out: &mut Vec<Vec<PathSeg>>) {
-        match v {
-            Value::String(s) if s == EMPTY_NULL_MARK || s == EMPTY_TEXT_NULL_MARK => {
-                *v = if s == EMPTY_NULL_MARK {
-                    Value::Null
-                } else {
-                    Value::String(String::new())
-                };
-                out.push(path.clone());
-            }
-            Value::Map(m) => {
-                for (k, c) in m.iter_mut() {
-                    path.push(PathSeg::Key(k.clone()));
-                    walk(c, path, out);
-                    path.pop();
-                }
-            }
-            Value::Seq(items) => {
-                for (i, c) in items.iter_mut().enumerate() {
-                    path.push(PathSeg::Index(i));
-                    walk(c, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(v, &mut Vec::new(), &mut out);
-    out
+    v.scalar_paths_where(&mut |s| {
+        let was = match s.as_str() {
+            Some(EMPTY_NULL_MARK) => Value::Null,
+            Some(EMPTY_TEXT_NULL_MARK) => Value::String(String::new()),
+            _ => return false,
+        };
+        *s = was;
+        true
+    })
 }
 
 /// Applies one strategic-merge patch to the resource at `i`; returns false

@@ -238,6 +238,47 @@ impl From<&serde_json::Value> for Value {
 }
 
 impl Value {
+    /// The paths of the scalars inside `self` (not maps or lists) for
+    /// which `f` returns true, depth-first; `f` may change the scalar.
+    pub fn scalar_paths_where(
+        &mut self,
+        f: &mut dyn FnMut(&mut Value) -> bool,
+    ) -> Vec<Vec<PathSeg>> {
+        fn walk(
+            v: &mut Value,
+            path: &mut Vec<PathSeg>,
+            f: &mut dyn FnMut(&mut Value) -> bool,
+            out: &mut Vec<Vec<PathSeg>>,
+        ) {
+            match v {
+                Value::Map(m) => {
+                    for (k, c) in m.iter_mut() {
+                        path.push(PathSeg::Key(k.clone()));
+                        walk(c, path, f, out);
+                        path.pop();
+                    }
+                }
+                Value::Seq(items) => {
+                    for (i, c) in items.iter_mut().enumerate() {
+                        path.push(PathSeg::Index(i));
+                        walk(c, path, f, out);
+                        path.pop();
+                    }
+                }
+                scalar => {
+                    if f(scalar) {
+                        out.push(path.clone());
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut Vec::new(), f, &mut out);
+        out
+    }
+}
+
+impl Value {
     /// The document as JSON, for the Kubernetes API. A non-finite float
     /// (which kustomize refuses to print anyway) becomes `null`.
     pub fn to_json(&self) -> serde_json::Value {
