@@ -5339,6 +5339,20 @@ fn values_written_over_quoted_strings_stay_text() {
         let out = build(&file, &smp("9999"));
         assert!(out.contains(&format!("    targetPort: {want}\n")), "{out}");
     }
+    // a quoted name keeps its record through a strategic merge: the prefix
+    // makes text that reads as a number, and it stays a string
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"e5\"\ndata:\n  a: b\n";
+    let out = ok(
+        &[
+            (
+                "/r/kustomization.yaml",
+                "resources: [cm.yaml]\nnamePrefix: \"1\"\npatches:\n- patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: e5}\n    data: {c: d}\n",
+            ),
+            ("/r/cm.yaml", cm),
+        ],
+        "/r",
+    );
+    assert!(out.contains("  name: \"1e5\"\n"), "{out}");
     // the replicas transformer
     for replicas in ["\"abc\"", "'abc'"] {
         let d = format!(

@@ -157,12 +157,13 @@ fn mark_empty_nulls(r: &mut Resource) -> bool {
 
 /// Puts [`parse::QUOTED_MARK`] on the resource's quoted strings (see
 /// [`Resource::quoted`]) the merge may write over; whether it did.
-fn mark_quoted(r: &mut Resource, schema: &Schema) -> bool {
+/// The paths left unmarked go to `skipped`.
+fn mark_quoted(r: &mut Resource, schema: &Schema, skipped: &mut Vec<Vec<PathSeg>>) -> bool {
     if r.quoted.is_empty() {
         return false;
     }
     let top = schema.resource(&r.api_version(), &r.kind());
-    mark_quoted_paths(&mut r.obj, &r.quoted, top, schema)
+    mark_quoted_paths(&mut r.obj, &r.quoted, top, schema, skipped)
 }
 
 /// Marks the strings at `paths` of `obj` (see [`parse::QUOTED_MARK`]);
@@ -175,6 +176,7 @@ fn mark_quoted_paths<'s>(
     paths: &[Vec<PathSeg>],
     top: Option<SchemaRef<'s>>,
     schema: &'s Schema,
+    skipped: &mut Vec<Vec<PathSeg>>,
 ) -> bool {
     let mut any = false;
     for p in paths {
@@ -187,12 +189,14 @@ fn mark_quoted_paths<'s>(
             || p.iter()
                 .any(|s| matches!(s, PathSeg::Key(k) if k.starts_with('$')))
         {
+            skipped.push(p.clone());
             continue;
         }
         if let Some((PathSeg::Index(_), list)) = parent.split_last()
             && schema_at(obj, list, top, schema)
                 .is_some_and(|s| s.has_merge_strategy() && s.merge_keys().contains(&k.as_str()))
         {
+            skipped.push(p.clone());
             continue;
         }
         if let Some(Value::String(text)) = value_at_mut(obj, p)
@@ -334,14 +338,15 @@ fn apply_smp_to_resource(
     // nulls written as nothing are dropped where the merge walks
     let marked = mark_empty_nulls(r);
     // quoted strings give their style to what the merge writes over them
-    let quoted = mark_quoted(r, schema);
+    let mut unmarked = Vec::new();
+    let quoted = mark_quoted(r, schema, &mut unmarked);
     if quoted && !patch.written.is_empty() {
         keep_patch_texts(r, &mut p, &patch.written, schema);
     }
     // and a patch's own quoted strings keep their style where they are new
     let patch_quoted = !patch.quoted.is_empty() && {
         let top = schema.resource(&r.api_version(), &r.kind());
-        mark_quoted_paths(&mut p, &patch.quoted, top, schema)
+        mark_quoted_paths(&mut p, &patch.quoted, top, schema, &mut Vec::new())
     };
     let quoted = quoted || patch_quoted;
     let folded = parse::has_folded_marks(&p);
@@ -352,7 +357,15 @@ fn apply_smp_to_resource(
                 r.empty_nulls = unmark_empty_nulls(&mut m);
             }
             if quoted {
-                r.quoted = unmark_quoted(&mut m);
+                // (the strings left unmarked keep their record while they
+                // are strings)
+                let mut q = unmark_quoted(&mut m);
+                q.extend(
+                    unmarked
+                        .into_iter()
+                        .filter(|p| matches!(value_at(&m, p), Some(Value::String(_)))),
+                );
+                r.quoted = q;
             }
             if folded {
                 // folded patch scalars that kept their own style
