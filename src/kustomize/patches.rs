@@ -155,22 +155,13 @@ fn mark_empty_nulls(r: &mut Resource) -> bool {
     any
 }
 
-/// Puts [`parse::QUOTED_MARK`] on the resource's quoted strings (see
-/// [`Resource::quoted`]) the merge may write over; whether it did.
-/// The paths left unmarked go to `skipped`.
-fn mark_quoted(r: &mut Resource, schema: &Schema, skipped: &mut Vec<Vec<PathSeg>>) -> bool {
-    if r.quoted.is_empty() {
-        return false;
-    }
-    let top = schema.resource(&r.api_version(), &r.kind());
-    mark_quoted_paths(&mut r.obj, &r.quoted, top, schema, skipped)
-}
-
-/// Marks the strings at `paths` of `obj` (see [`parse::QUOTED_MARK`]);
-/// whether it marked any. Left alone: `metadata` (kustomize handles names,
-/// labels and annotations apart), `apiVersion` and `kind` (the merge reads
-/// them for schemas), directives and what is under them, and the merge
-/// keys of lists merged by key (the merge matches items on them).
+/// Marks the strings at `paths` of `obj` (see [`parse::QUOTED_MARK`]; a
+/// resource's [`Resource::quoted`] or a patch's own), which the merge may
+/// write over; whether it marked any. Left alone, and listed in `skipped`:
+/// `metadata` (kustomize handles names, labels and annotations apart),
+/// `apiVersion` and `kind` (the merge reads them for schemas), directives
+/// and what is under them, and the merge keys of lists merged by key (the
+/// merge matches items on them).
 fn mark_quoted_paths<'s>(
     obj: &mut Value,
     paths: &[Vec<PathSeg>],
@@ -337,18 +328,18 @@ fn apply_smp_to_resource(
     let before = (!r.links.is_empty()).then(|| r.obj.clone());
     // nulls written as nothing are dropped where the merge walks
     let marked = mark_empty_nulls(r);
-    // quoted strings give their style to what the merge writes over them
+    // quoted strings give their style to what the merge writes over them,
+    // and a patch's own quoted strings keep theirs where they are new
     let mut unmarked = Vec::new();
-    let quoted = mark_quoted(r, schema, &mut unmarked);
-    if quoted && !patch.written.is_empty() {
-        keep_patch_texts(r, &mut p, &patch.written, schema);
-    }
-    // and a patch's own quoted strings keep their style where they are new
-    let patch_quoted = !patch.quoted.is_empty() && {
+    let quoted = (!r.quoted.is_empty() || !patch.quoted.is_empty()) && {
         let top = schema.resource(&r.api_version(), &r.kind());
-        mark_quoted_paths(&mut p, &patch.quoted, top, schema, &mut Vec::new())
+        let dest = mark_quoted_paths(&mut r.obj, &r.quoted, top, schema, &mut unmarked);
+        if dest && !patch.written.is_empty() {
+            keep_patch_texts(r, &mut p, &patch.written, top, schema);
+        }
+        let own = mark_quoted_paths(&mut p, &patch.quoted, top, schema, &mut Vec::new());
+        dest || own
     };
-    let quoted = quoted || patch_quoted;
     let folded = parse::has_folded_marks(&p);
     let merged = strategic_merge_owned(std::mem::take(&mut r.obj), &p, schema)
         .map_err(|e| Error::invalid(e.0.replace(parse::QUOTED_MARK, "")))?
@@ -553,15 +544,15 @@ fn merge_walk<'s>(
 
 /// kyaml writes a patch's scalar over a quoted field with the field's
 /// style, and its text as written: a number or boolean the patch wrote
-/// as `TRUE`, `+1` or `0b101` over a marked field (see [`mark_quoted`])
+/// as `TRUE`, `+1` or `0b101` over a marked field (see [`mark_quoted_paths`])
 /// becomes that text, not the value it read as.
-fn keep_patch_texts(
+fn keep_patch_texts<'s>(
     r: &Resource,
     p: &mut Value,
     written: &[(Vec<PathSeg>, String)],
-    schema: &Schema,
+    top: Option<SchemaRef<'s>>,
+    schema: &'s Schema,
 ) {
-    let top = schema.resource(&r.api_version(), &r.kind());
     for q in &r.quoted {
         if value_at(&r.obj, q).is_none_or(|v| parse::quoted_text(v).is_none()) {
             continue;

@@ -240,7 +240,7 @@ fn inline_only(r: Replacement, file: String) -> Result<Replacement, String> {
 /// with both `path` and inline content is an error; a `path`-only entry
 /// must be loaded by the caller and passed to [`parse_list`].
 pub fn parse_replacement(v: &Value) -> Result<Replacement, String> {
-    let (r, file) = decode_replacement(
+    let (mut r, file) = decode_replacement(
         GoDecoder::STRICT,
         v,
         "Kustomization",
@@ -250,7 +250,6 @@ pub fn parse_replacement(v: &Value) -> Result<Replacement, String> {
     )?;
     // kustomize hands the kustomization's entries to its builtin through
     // YAML with `omitempty`: an empty `targets` list is dropped on the way
-    let mut r = r;
     r.targets_given = !r.targets.is_empty();
     inline_only(r, file)
 }
@@ -463,8 +462,7 @@ pub fn set_scalar_text(
 ) -> Option<String> {
     let (new, plain) = {
         let (text, plain) = scalar_text_at(texts, path, v)?;
-        // (a string recorded as written quoted, see `Resource::quoted`)
-        let plain = plain && !(matches!(v, Value::String(_)) && quoted.iter().any(|q| q == path));
+        let plain = plain && !recorded_quoted(quoted, path, v);
         (rewrite(&text)?, plain)
     };
     if plain {
@@ -474,6 +472,12 @@ pub fn set_scalar_text(
         *v = Value::String(new);
         None
     }
+}
+
+/// Whether `v`, at `path`, is a string its file wrote quoted (one of a
+/// resource's `quoted` paths, see `Resource::quoted`).
+pub fn recorded_quoted(quoted: &[Vec<PathSeg>], path: &[PathSeg], v: &Value) -> bool {
+    matches!(v, Value::String(_)) && quoted.iter().any(|q| q == path)
 }
 
 /// A field kyaml's scalar setter wrote where the scalar was plain: the node

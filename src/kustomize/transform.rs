@@ -8,7 +8,7 @@ use super::error::{Error, Result};
 use super::fieldspec::{FieldSpec, Leaf, settable, walk, walk_with_path, wrong_kind};
 use super::kustomization::{ImageEntry, ReplicaEntry};
 use super::openapi::Schema;
-use super::replacement::{TextScalar, keep_untyped, set_scalar_text};
+use super::replacement::{TextScalar, keep_untyped, recorded_quoted, set_scalar_text};
 use super::resid::Gvk;
 use super::resource::{PathSeg, ResMap, Resource};
 use super::yaml::{Mapping, Value, parse};
@@ -705,7 +705,7 @@ pub fn replicas(m: &mut ResMap, entries: &[ReplicaEntry], specs: &[FieldSpec]) -
                     }
                     // kyaml sets the count's text in the node: a quoted
                     // field stays quoted
-                    *v = if matches!(v, Value::String(_)) && quoted.iter().any(|q| q == path) {
+                    *v = if recorded_quoted(quoted, path, v) {
                         Value::String(e.count.to_string())
                     } else {
                         parse::written_over(v, Value::Int(e.count))

@@ -1043,7 +1043,6 @@ fn plain_scalar(text: &str) -> Value {
     }
 }
 
-/// `apiVersion`/`kind` of a map, when a non-empty scalar.
 /// The schema of the type named by a map's own `apiVersion` and `kind` (an
 /// object embedded in another, such as a List item), as the merge finds it.
 pub(crate) fn schema_of_map<'s>(schema: &'s Schema, v: &Value) -> Option<SchemaRef<'s>> {
@@ -1052,6 +1051,7 @@ pub(crate) fn schema_of_map<'s>(schema: &'s Schema, v: &Value) -> Option<SchemaR
     schema.resource(&av, &kind)
 }
 
+/// `apiVersion`/`kind` of a map, when a non-empty scalar.
 fn meta_string(v: &Value, key: &str) -> Option<String> {
     match v.get(key)? {
         Value::Map(_) | Value::Seq(_) | Value::Null => None,

@@ -17,9 +17,8 @@ pub(super) struct Doc {
     /// Typed scalars whose text is not how their value prints (see
     /// `DocReader::written`).
     pub(super) written: Vec<(Vec<PathSeg>, String)>,
-    /// Map fields holding a quoted or block scalar string whose text could
-    /// have been plain (recorded with `written`; see
-    /// `MarkedDocument::quoted`).
+    /// Fields holding a quoted or literal block scalar string (recorded
+    /// with `written`; see `MarkedDocument::quoted`).
     pub(super) quoted: Vec<Vec<PathSeg>>,
 }
 
